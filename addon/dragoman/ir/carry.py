@@ -1,0 +1,69 @@
+"""Carrying opaque reasoning state across protocols with prefix-tagged values.
+
+An Anthropic thinking block shown to a Responses client becomes a reasoning item whose
+``encrypted_content`` is ``ANTHROPIC_TAG + base64url(json)``, holding the signature and the thinking
+text (Anthropic needs both back). A Responses reasoning item shown to an Anthropic client becomes a
+thinking block whose ``signature`` is ``RESPONSES_TAG + base64url(json)``, holding the item id and its
+``encrypted_content``. On the next request the decoders unwrap them, so the upstream receives the
+original values. Native values never start with our tags, so they are never confused, and a carried
+value is only ever unwrapped for the protocol it came from: encoders drop (and log) a carried value
+whose origin is not their own upstream.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import orjson
+
+ANTHROPIC_TAG = "dragoman.v1.anthropic:"
+RESPONSES_TAG = "dragoman.v1.responses:"
+
+
+def _pack(tag: str, payload: dict[str, Any]) -> str:
+    return tag + base64.urlsafe_b64encode(orjson.dumps(payload)).decode().rstrip("=")
+
+
+def _unpack(tag: str, value: str) -> dict[str, Any] | None:
+    if not value.startswith(tag):
+        return None
+    raw = value[len(tag) :]
+    try:
+        obj = orjson.loads(base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4)))
+    except (ValueError, orjson.JSONDecodeError):
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def wrap_anthropic(signature: str | None, text: str, redacted_data: str | None = None) -> str:
+    """Anthropic thinking -> a string a Responses client keeps as ``encrypted_content``."""
+    payload: dict[str, Any] = {"text": text}
+    if signature is not None:
+        payload["sig"] = signature
+    if redacted_data is not None:
+        payload["redacted"] = redacted_data
+    return _pack(ANTHROPIC_TAG, payload)
+
+
+def unwrap_anthropic(value: str | None) -> dict[str, Any] | None:
+    """Inverse of ``wrap_anthropic``: ``{"sig", "text", "redacted"?}`` or None if not ours."""
+    if not value:
+        return None
+    return _unpack(ANTHROPIC_TAG, value)
+
+
+def wrap_responses(item_id: str | None, encrypted_content: str | None) -> str:
+    """Responses reasoning item -> a string an Anthropic client keeps as a thinking ``signature``."""
+    return _pack(RESPONSES_TAG, {"id": item_id, "enc": encrypted_content})
+
+
+def unwrap_responses(value: str | None) -> dict[str, Any] | None:
+    """Inverse of ``wrap_responses``: ``{"id", "enc"}`` or None if not ours."""
+    if not value:
+        return None
+    return _unpack(RESPONSES_TAG, value)
+
+
+def is_carried(value: str | None) -> bool:
+    return bool(value) and (value.startswith(ANTHROPIC_TAG) or value.startswith(RESPONSES_TAG))

@@ -1,0 +1,116 @@
+"""Neutral stream events: a message made of indexed blocks with start/delta/stop, then a terminal delta.
+
+Blocks may be open at the same time (Chat interleaves parallel tool-call arguments); the ``index``
+is an identity key chosen by the decoder. Events are frozen slotted dataclasses built without
+validation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from dragoman.ir.common import ErrorInfo
+from dragoman.ir.common import StopReason
+from dragoman.ir.common import Usage
+
+
+class BlockKind(str, Enum):
+    TEXT = "text"
+    THINKING = "thinking"
+    REDACTED_THINKING = "redacted_thinking"
+    TOOL_CALL = "tool_call"
+    CUSTOM_TOOL_CALL = "custom_tool_call"
+    REFUSAL = "refusal"
+
+
+@dataclass(frozen=True, slots=True)
+class MessageStart:
+    id: str
+    model: str
+    usage: Usage | None = None
+    created: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BlockStart:
+    """``tool_call_id``/``name`` for tool calls; ``item_id`` is the source's stable item id when it has one
+    (Responses); ``data`` is Anthropic ``redacted_thinking.data`` for REDACTED_THINKING."""
+
+    index: int
+    kind: BlockKind
+    tool_call_id: str | None = None
+    name: str | None = None
+    item_id: str | None = None
+    data: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    index: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ThinkingDelta:
+    """``summary`` True when the text is a reasoning summary rather than raw reasoning."""
+
+    index: int
+    text: str
+    summary: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class SignatureDelta:
+    """Opaque reasoning state for a THINKING block; arrives before its BlockStop.
+
+    ``signature``: native Anthropic signature. ``encrypted_content``: native Responses value.
+    """
+
+    index: int
+    signature: str | None = None
+    encrypted_content: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolArgsDelta:
+    """A fragment of tool-call arguments (JSON text), or of a custom tool's raw input."""
+
+    index: int
+    fragment: str
+
+
+@dataclass(frozen=True, slots=True)
+class BlockStop:
+    index: int
+
+
+@dataclass(frozen=True, slots=True)
+class MessageDelta:
+    stop_reason: StopReason | None
+    usage: Usage | None = None
+    stop_sequence: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MessageStop:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class StreamError:
+    error: ErrorInfo
+
+
+StreamEvent = (
+    MessageStart
+    | BlockStart
+    | TextDelta
+    | ThinkingDelta
+    | SignatureDelta
+    | ToolArgsDelta
+    | BlockStop
+    | MessageDelta
+    | MessageStop
+    | StreamError
+)

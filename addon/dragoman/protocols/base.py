@@ -1,0 +1,107 @@
+"""The codec interface every protocol implements, and the context a translation carries."""
+
+from __future__ import annotations
+
+from abc import ABC
+from abc import abstractmethod
+from dataclasses import dataclass
+from dataclasses import field
+from typing import Any
+
+from dragoman.ir.common import Dropped
+from dragoman.ir.common import ErrorInfo
+from dragoman.ir.events import StreamEvent
+from dragoman.ir.request import Request
+from dragoman.ir.response import Response
+from dragoman.sse.events import SSEEvent
+
+
+@dataclass(slots=True)
+class Context:
+    """What one translated exchange knows, shared by the request, response and stream codecs.
+
+    ``request`` is the client's request in IR form (after model mapping): encoders toward the client
+    use it (custom tool names, ``include_usage``, the request echo a Responses object carries).
+    ``dropped`` collects the names of everything not carried, for one log line per flow.
+    ``strict``: tolerated oddities (unknown event types) become errors.
+    """
+
+    request: Request | None = None
+    dropped: Dropped = field(default_factory=Dropped)
+    strict: bool = False
+    #: how thinking in history goes to a Chat upstream: "reasoning_content" or "drop"
+    chat_reasoning_field: str = "reasoning_content"
+    #: how a Chat request asks for the token limit: "max_tokens" or "max_completion_tokens"
+    chat_max_tokens_field: str = "max_tokens"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def custom_tools(self) -> set[str]:
+        return self.request.custom_tool_names() if self.request is not None else set()
+
+
+class StreamDecoder(ABC):
+    """Upstream SSE events -> IR stream events, enforcing the source protocol's event order.
+
+    Raises ``UpstreamProtocolError`` for an out-of-order or malformed event; an in-band upstream error
+    is returned as an IR ``StreamError`` (not raised). ``done`` is True once the terminal event was seen.
+    """
+
+    done: bool = False
+
+    @abstractmethod
+    def feed(self, ev: SSEEvent) -> list[StreamEvent]: ...
+
+    @abstractmethod
+    def close(self) -> list[StreamEvent]:
+        """End of upstream bytes. Raises ``UpstreamProtocolError`` when the stream ended early."""
+
+
+class StreamEncoder(ABC):
+    """IR stream events -> client SSE bytes, owning the client protocol's framing and id allocation."""
+
+    @abstractmethod
+    def encode(self, ev: StreamEvent) -> bytes: ...
+
+    @abstractmethod
+    def error(self, err: ErrorInfo) -> bytes:
+        """Terminal in-stream error framing in this protocol; closes the stream."""
+
+    @abstractmethod
+    def close(self) -> bytes:
+        """Anything owed at the end of a well-formed stream (e.g. Chat's ``[DONE]``)."""
+
+
+class Codec(ABC):
+    protocol: Any  # dragoman.protocols.Protocol
+
+    # requests
+    @abstractmethod
+    def decode_request(self, body: dict[str, Any]) -> Request:
+        """Client JSON -> IR. Raises ``ClientRequestError`` for an invalid request."""
+
+    @abstractmethod
+    def encode_request(self, req: Request, ctx: Context) -> dict[str, Any]:
+        """IR -> upstream JSON. Records what it cannot carry in ``ctx.dropped``."""
+
+    # whole responses
+    @abstractmethod
+    def decode_response(self, body: dict[str, Any], ctx: Context) -> Response: ...
+
+    @abstractmethod
+    def encode_response(self, resp: Response, ctx: Context) -> dict[str, Any]: ...
+
+    # errors
+    @abstractmethod
+    def decode_error(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> ErrorInfo:
+        """Any upstream error body (JSON in this protocol, foreign JSON, HTML, empty) -> ErrorInfo."""
+
+    @abstractmethod
+    def encode_error(self, err: ErrorInfo) -> dict[str, Any]:
+        """ErrorInfo -> this protocol's HTTP error body (status is ``err.http_status``)."""
+
+    # streams
+    @abstractmethod
+    def stream_decoder(self, ctx: Context) -> StreamDecoder: ...
+
+    @abstractmethod
+    def stream_encoder(self, ctx: Context) -> StreamEncoder: ...

@@ -1,0 +1,12 @@
+"""Incremental Server-Sent Events framing (WHATWG rules). Bytes in, events out; events in, bytes out.
+
+Imports nothing from the rest of Dragoman.
+"""
+
+from dragoman.sse.decoder import SSEDecoder
+from dragoman.sse.encoder import DONE
+from dragoman.sse.encoder import encode
+from dragoman.sse.encoder import encode_json
+from dragoman.sse.events import SSEEvent
+
+__all__ = ["DONE", "SSEDecoder", "SSEEvent", "encode", "encode_json"]

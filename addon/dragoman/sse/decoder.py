@@ -1,0 +1,132 @@
+"""Incremental SSE decoder.
+
+Lines are split on bytes first (CR, LF and CRLF, with a CRLF split across two chunks handled) and
+decoded to UTF-8 one line at a time, so a multi-byte character split across chunks is safe: CR and
+LF never occur inside a UTF-8 sequence. Invalid UTF-8 is replaced (U+FFFD) rather than raised, so a
+broken byte cannot kill a stream; the JSON layer above reports what it cannot parse.
+"""
+
+from __future__ import annotations
+
+from dragoman.sse.events import SSEEvent
+
+_CR = 13
+_LF = 10
+
+
+class SSEDecoder:
+    """``feed(bytes) -> list[SSEEvent]``; ``close() -> list[SSEEvent]`` flushes an unterminated last event.
+
+    Memory is bounded by the longest single event: completed lines are handed on immediately.
+    """
+
+    __slots__ = ("_buf", "_skip_lf", "_data", "_event", "_id", "_retry", "_has_data", "_closed", "comments")
+
+    def __init__(self) -> None:
+        self._buf = bytearray()
+        self._skip_lf = False
+        self._data: list[str] = []
+        self._event: str | None = None
+        self._id: str | None = None
+        self._retry: int | None = None
+        self._has_data = False
+        self._closed = False
+        #: number of comment lines seen (``: keepalive``); exposed for diagnostics
+        self.comments = 0
+
+    def feed(self, chunk: bytes) -> list[SSEEvent]:
+        if self._closed:
+            raise RuntimeError("SSEDecoder.feed() after close()")
+        out: list[SSEEvent] = []
+        if not chunk:
+            return out
+        start = 0
+        n = len(chunk)
+        if self._skip_lf:
+            self._skip_lf = False
+            if chunk[0] == _LF:
+                start = 1
+        while start < n:
+            # find the next CR or LF
+            lf = chunk.find(b"\n", start)
+            cr = chunk.find(b"\r", start, lf if lf != -1 else n)
+            if cr != -1:
+                end = cr
+            elif lf != -1:
+                end = lf
+            else:
+                self._buf += chunk[start:]
+                break
+            if self._buf:
+                self._buf += chunk[start:end]
+                line = bytes(self._buf)
+                self._buf.clear()
+            else:
+                line = chunk[start:end]
+            if chunk[end] == _CR:
+                if end + 1 < n:
+                    start = end + 2 if chunk[end + 1] == _LF else end + 1
+                else:
+                    self._skip_lf = True
+                    start = n
+            else:
+                start = end + 1
+            ev = self._line(line)
+            if ev is not None:
+                out.append(ev)
+        return out
+
+    def close(self) -> list[SSEEvent]:
+        """End of input: a pending line is processed, and a pending event is dispatched."""
+        if self._closed:
+            return []
+        out: list[SSEEvent] = []
+        if self._buf:
+            line = bytes(self._buf)
+            self._buf.clear()
+            ev = self._line(line)
+            if ev is not None:
+                out.append(ev)
+        ev = self._line(b"")
+        if ev is not None:
+            out.append(ev)
+        self._closed = True
+        return out
+
+    @property
+    def pending(self) -> bool:
+        """True when bytes of an incomplete event are buffered."""
+        return bool(self._buf) or self._has_data or self._event is not None
+
+    def _line(self, raw: bytes) -> SSEEvent | None:
+        if not raw:
+            if not self._has_data:
+                # WHATWG: an event with no data is not dispatched; reset the event name
+                self._event = None
+                return None
+            ev = SSEEvent(data="\n".join(self._data), event=self._event, id=self._id, retry=self._retry)
+            self._data = []
+            self._event = None
+            self._retry = None
+            self._has_data = False
+            return ev
+        if raw[0] == 58:  # ':' comment
+            self.comments += 1
+            return None
+        line = raw.decode("utf-8", "replace")
+        name, sep, value = line.partition(":")
+        if sep and value.startswith(" "):
+            value = value[1:]
+        if name == "data":
+            self._data.append(value)
+            self._has_data = True
+        elif name == "event":
+            self._event = value
+        elif name == "id":
+            if "\0" not in value:
+                self._id = value
+        elif name == "retry":
+            if value.isdigit():
+                self._retry = int(value)
+        # other field names are ignored, as the spec says
+        return None

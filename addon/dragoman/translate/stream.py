@@ -1,0 +1,164 @@
+"""``StreamTranslator``: upstream SSE bytes in, client SSE bytes out, one event at a time.
+
+It composes ``SSEDecoder`` -> the upstream protocol's ``StreamDecoder`` -> the client protocol's
+``StreamEncoder`` and holds the phase in an explicit state machine::
+
+    WAITING --first event--> STREAMING --terminal event--> DONE --close()--> CLOSED
+       |                        |                          |
+       +------ any error -------+--------------------------+--> ERROR --close()--> CLOSED
+
+Every failure (an upstream in-band error, a protocol violation, a stream that ends early, an
+unexpected exception, an external fault reported through ``fail``) becomes exactly ONE error frame in
+the client's protocol; after it the rest of the upstream bytes are drained (``feed`` returns ``b""``).
+No exception escapes ``feed``/``close``/``fail`` except ``TranslatorStateError`` for a feed after close.
+"""
+
+from __future__ import annotations
+
+import logging
+from enum import Enum
+
+from dragoman.errors import TranslatorStateError
+from dragoman.errors import UpstreamProtocolError
+from dragoman.errors import TranslationError
+from dragoman.ir.common import ErrorInfo
+from dragoman.ir.common import ErrorKind
+from dragoman.ir.events import StreamError
+from dragoman.protocols.base import StreamDecoder
+from dragoman.protocols.base import StreamEncoder
+from dragoman.sse.decoder import SSEDecoder
+
+logger = logging.getLogger(__name__)
+
+
+class Phase(Enum):
+    WAITING = "waiting"
+    STREAMING = "streaming"
+    DONE = "done"
+    ERROR = "error"
+    CLOSED = "closed"
+
+
+class StreamTranslator:
+    __slots__ = ("phase", "_sse", "_dec", "_enc", "events_in", "error_info")
+
+    def __init__(self, decoder: StreamDecoder, encoder: StreamEncoder) -> None:
+        self.phase = Phase.WAITING
+        self._sse = SSEDecoder()
+        self._dec = decoder
+        self._enc = encoder
+        #: number of upstream SSE events seen (diagnostics)
+        self.events_in = 0
+        #: the error sent to the client, if any
+        self.error_info: ErrorInfo | None = None
+
+    def feed(self, data: bytes) -> bytes:
+        phase = self.phase
+        if phase is Phase.CLOSED:
+            raise TranslatorStateError("feed() after close()")
+        if phase is Phase.ERROR or not data:
+            return b""
+        try:
+            out = bytearray()
+            enc = self._enc
+            dec = self._dec
+            for sse in self._sse.feed(data):
+                self.events_in += 1
+                for ev in dec.feed(sse):
+                    if type(ev) is StreamError:
+                        out += self._to_error(ev.error)
+                        return bytes(out)
+                    out += enc.encode(ev)
+                if self.phase is Phase.WAITING:
+                    self.phase = Phase.STREAMING
+                if dec.done:
+                    self.phase = Phase.DONE
+            return bytes(out)
+        except Exception as e:  # noqa: BLE001 - nothing may escape into mitmproxy's stream callable
+            return bytes(out) + self._to_error(self._describe(e))
+
+    def close(self) -> bytes:
+        """End of upstream bytes. Idempotent (HTTP/2 may signal the end twice)."""
+        phase = self.phase
+        if phase is Phase.CLOSED:
+            return b""
+        if phase is Phase.ERROR:
+            self.phase = Phase.CLOSED
+            return b""
+        out = bytearray()
+        try:
+            for sse in self._sse.close():
+                self.events_in += 1
+                for ev in self._dec.feed(sse):
+                    if type(ev) is StreamError:
+                        out += self._to_error(ev.error)
+                        self.phase = Phase.CLOSED
+                        return bytes(out)
+                    out += self._enc.encode(ev)
+            for ev in self._dec.close():
+                if type(ev) is StreamError:
+                    out += self._to_error(ev.error)
+                    self.phase = Phase.CLOSED
+                    return bytes(out)
+                out += self._enc.encode(ev)
+            out += self._enc.close()
+        except Exception as e:  # noqa: BLE001
+            out += self._to_error(self._describe(e))
+        self.phase = Phase.CLOSED
+        return bytes(out)
+
+    def fail(self, err: ErrorInfo) -> bytes:
+        """An external fault (connection reset, idle timeout): emit the error frame unless one was sent."""
+        if self.phase in (Phase.ERROR, Phase.CLOSED):
+            self.phase = Phase.CLOSED
+            return b""
+        out = self._to_error(err)
+        self.phase = Phase.CLOSED
+        return out
+
+    # -- internals
+
+    def _to_error(self, err: ErrorInfo) -> bytes:
+        self.phase = Phase.ERROR
+        self.error_info = err
+        try:
+            return self._enc.error(err)
+        except Exception:  # noqa: BLE001 - the encoder itself failed; log and give up on framing
+            logger.exception("stream encoder failed to encode an error frame")
+            return b""
+
+    def _describe(self, e: Exception) -> ErrorInfo:
+        if isinstance(e, TranslationError):
+            info = e.to_error_info()
+            logger.warning("stream translation error: %s", e)
+            return info
+        logger.exception("unexpected error in the stream translator")
+        return ErrorInfo(
+            kind=ErrorKind.API_ERROR,
+            message=f"Dragoman failed to translate the upstream stream: {type(e).__name__}: {e}",
+            status=500,
+        )
+
+
+class PassThrough:
+    """Same protocol on both sides: bytes pass through untouched (``feed`` returns its input)."""
+
+    __slots__ = ("phase",)
+
+    def __init__(self) -> None:
+        self.phase = Phase.STREAMING
+
+    def feed(self, data: bytes) -> bytes:
+        return data
+
+    def close(self) -> bytes:
+        self.phase = Phase.CLOSED
+        return b""
+
+    def fail(self, err: ErrorInfo) -> bytes:  # the client's own protocol; nothing to synthesize
+        self.phase = Phase.CLOSED
+        return b""
+
+
+def ended_early(phase_name: str) -> UpstreamProtocolError:
+    return UpstreamProtocolError(f"upstream stream ended before its terminal event (in phase {phase_name})")
