@@ -66,4 +66,14 @@ def unwrap_responses(value: str | None) -> dict[str, Any] | None:
 
 
 def is_carried(value: str | None) -> bool:
-    return bool(value) and (value.startswith(ANTHROPIC_TAG) or value.startswith(RESPONSES_TAG))
+    return bool(value) and (value.startswith(ANTHROPIC_TAG) or value.startswith(RESPONSES_TAG) or value == UNSIGNED)
+
+
+#: The signature an Anthropic client gets for a thinking block whose source had no signature
+#: (Chat ``reasoning_content``): Anthropic clients expect a ``signature_delta`` before the block
+#: closes. Decoders read it back as "no signature"; it is never sent to an Anthropic upstream.
+UNSIGNED = "dragoman.v1.unsigned"
+
+
+def is_unsigned(value: str | None) -> bool:
+    return value == UNSIGNED
