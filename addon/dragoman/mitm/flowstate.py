@@ -1,0 +1,69 @@
+"""Per-flow state of the Translate addon, keyed by ``flow.id`` (live objects never go into ``flow.metadata``)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from dragoman.protocols.base import Context
+from dragoman.translate.plan import Plan
+
+logger = logging.getLogger(__name__)
+
+#: key in ``flow.metadata`` for the JSON-able summary of a translated flow (saved with ``-w``)
+METADATA_KEY = "dragoman"
+
+
+@dataclass(slots=True)
+class FlowState:
+    """What ``request`` learned, for ``responseheaders``/``response``/``error`` of the same flow."""
+
+    plan: Plan
+    ctx: Context
+    client_model: str
+    upstream_model: str
+    stream: bool
+    #: the StreamTranslator (or PassThrough) once the response turned out to be SSE
+    translator: Any = None
+    #: an incremental decompressor when the upstream compressed the SSE body anyway
+    decompressor: Any = None
+    #: bytes handed to the client by the stream callable (diagnostics)
+    sent: int = 0
+    #: the stream callable was called at least once with data
+    started: bool = False
+
+    def metadata(self) -> dict[str, Any]:
+        """JSON-able summary for ``flow.metadata[METADATA_KEY]``."""
+        return {
+            "client": self.plan.client.value,
+            "target": self.plan.upstream.value,
+            "client_model": self.client_model,
+            "upstream_model": self.upstream_model,
+            "stream": self.stream,
+            "dropped": list(self.ctx.dropped.fields),
+        }
+
+
+class FlowStates:
+    """A dict of ``FlowState`` by flow id, with explicit release (``pop``) in ``response``/``error``."""
+
+    __slots__ = ("_states",)
+
+    def __init__(self) -> None:
+        self._states: dict[str, FlowState] = {}
+
+    def put(self, flow_id: str, state: FlowState) -> None:
+        self._states[flow_id] = state
+
+    def get(self, flow_id: str) -> FlowState | None:
+        return self._states.get(flow_id)
+
+    def pop(self, flow_id: str) -> FlowState | None:
+        return self._states.pop(flow_id, None)
+
+    def __len__(self) -> int:
+        return len(self._states)
+
+    def __contains__(self, flow_id: object) -> bool:
+        return flow_id in self._states
