@@ -19,11 +19,18 @@ REPO = BENCH.parent
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
-def cpus() -> int:
+def _count_cpus() -> int:
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:
         return os.cpu_count() or 1
+
+
+_CPUS = _count_cpus()  # taken at import, before the benchmark pins itself to one core
+
+
+def cpus() -> int:
+    return _CPUS
 
 
 def pin_prefix(core: int | None) -> list[str]:

@@ -348,9 +348,20 @@ def main(argv: list[str] | None = None) -> int:
     if la and la[0] > procs.cpus() * 0.5:
         log(f"  WARNING: load average {la[0]:.1f} on {procs.cpus()} cores: other work is running; wall-clock figures (events/s, TTFB) will be noisy")
 
+    timings: dict[str, float] = {}
+    res["section_seconds"] = timings
+    t_sec = time.monotonic()
+
+    def lap(name: str) -> None:
+        nonlocal t_sec
+        now = time.monotonic()
+        timings[name] = round(now - t_sec, 1)
+        t_sec = now
+
     if "translator" in sections:
         log("[1/5] translator alone, in process")
         res["translator"] = inproc.bench_streams(cfg["inproc_events"], cfg["inproc_runs"], cfg["inproc_warmups"], log=log)
+        lap("translator")
     if "requests" in sections:
         log("[2/5] request translation, in process")
         try:
@@ -358,6 +369,7 @@ def main(argv: list[str] | None = None) -> int:
         except Exception as e:  # noqa: BLE001
             res["requests"] = {"requests": {}, "error": f"{type(e).__name__}: {e}"}
             log(f"  requests failed: {e}")
+        lap("requests")
 
     need_mitm = sections & {"mitm", "memory", "concurrency"}
     if need_mitm:
@@ -394,9 +406,11 @@ def main(argv: list[str] | None = None) -> int:
                         routes.append(mitm.Route(f"dragoman {mitm.direction_key(c, u)}", "dragoman", c, u, dm[u].port, dm[u]))
             if "mitm" in sections:
                 log("[3/5] streams through mitmdump")
+                lap("startup")
                 res["mitm"] = mitm.bench_streams(
                     routes, cfg["mitm_events"], cfg["mitm_runs"], cfg["mitm_warmups"], cfg["ttfb_probes"], cfg["ttfb_probe_events"], cfg["check_events"], log=log
                 )
+                lap("mitm")
             if "concurrency" in sections:
                 log("[4/5] concurrent streams")
                 bad = {k for k, r in res.get("mitm", {}).get("routes", {}).items() if r.get("problem")}
@@ -407,6 +421,7 @@ def main(argv: list[str] | None = None) -> int:
                 ptr = [r for r in routes if r.kind == "passthrough"]
                 cc["passthrough"] = mitm.bench_concurrency("passthrough", ptr, cfg["conc_streams"], cfg["conc_events"], cfg["conc_runs"], log=log)
                 res["concurrency"] = cc
+                lap("concurrency")
             for p in started[1:]:
                 p.stop()
             if "memory" in sections:
@@ -417,6 +432,7 @@ def main(argv: list[str] | None = None) -> int:
                     cases = []
                 cases = [(streams.CHAT, None), *cases]
                 res["memory"] = mitm.bench_memory(a.mitmdump, up.port, cases, tuple(cfg["memory_sizes"]), mitm_core, workdir, log=log)
+                lap("memory")
         finally:
             for p in started:
                 p.stop()
@@ -441,7 +457,7 @@ def main(argv: list[str] | None = None) -> int:
     print(render(rows))
     la0, la1 = res["env"].get("loadavg_start") or [0], res["env"].get("loadavg_end") or [0]
     print(f"\nload average at start {la0[0]:.2f}, at end {la1[0]:.2f} ({procs.cpus()} cores)")
-    print(f"{res['mode']} run in {res['elapsed_s']} s; wrote {out} and {md.name}  (PASS/OVER = budget lines from issue 6, not assertions)")
+    print(f"{res['mode']} run in {res['elapsed_s']} s ({', '.join(f'{k} {v}' for k, v in timings.items())}); wrote {out} and {md.name}  (PASS/OVER = budget lines from issue 6, not assertions)")
     return 0
 
 

@@ -40,6 +40,38 @@ class SSEDecoder:
         out: list[SSEEvent] = []
         if not chunk:
             return out
+        if not self._skip_lf and 13 not in chunk:
+            # fast path (LF-only input, the common case): split once, keep the unterminated tail
+            lines = chunk.split(b"\n")
+            tail = lines.pop()
+            if self._buf:
+                self._buf += lines[0] if lines else tail
+                if lines:
+                    lines[0] = bytes(self._buf)
+                    self._buf.clear()
+                else:
+                    return out
+            line_fn = self._line
+            data = self._data
+            for line in lines:
+                if line[:6] == b"data: ":
+                    data.append(line[6:].decode("utf-8", "replace"))
+                    self._has_data = True
+                elif line:
+                    line_fn(line)
+                elif self._has_data:
+                    out.append(
+                        SSEEvent(data[0] if len(data) == 1 else "\n".join(data), self._event, self._id, self._retry)
+                    )
+                    data.clear()
+                    self._event = None
+                    self._retry = None
+                    self._has_data = False
+                else:
+                    self._event = None
+            if tail:
+                self._buf += tail
+            return out
         start = 0
         n = len(chunk)
         if self._skip_lf:
@@ -104,12 +136,17 @@ class SSEDecoder:
                 # WHATWG: an event with no data is not dispatched; reset the event name
                 self._event = None
                 return None
-            ev = SSEEvent(data="\n".join(self._data), event=self._event, id=self._id, retry=self._retry)
-            self._data = []
+            d = self._data
+            ev = SSEEvent(d[0] if len(d) == 1 else "\n".join(d), self._event, self._id, self._retry)
+            d.clear()
             self._event = None
             self._retry = None
             self._has_data = False
             return ev
+        if raw[:6] == b"data: ":
+            self._data.append(raw[6:].decode("utf-8", "replace"))
+            self._has_data = True
+            return None
         if raw[0] == 58:  # ':' comment
             self.comments += 1
             return None
