@@ -22,13 +22,6 @@ CLIENT = Path(__file__).with_name("sdk_client.py")
 STALL_S = 2.0
 
 
-def pytest_collection_modifyitems(items):
-    here = Path(__file__).parent
-    for item in items:
-        if here in Path(str(item.fspath)).parents:
-            item.add_marker(pytest.mark.e2e)
-
-
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -12,6 +12,8 @@ import pytest
 
 from dragoman import fake_upstream as fu
 
+pytestmark = pytest.mark.e2e
+
 PROTOCOL_PACKAGES = {
     "anthropic": "dragoman.protocols.anthropic_messages",
     "openai-chat": "dragoman.protocols.openai_chat",

@@ -7,13 +7,25 @@ from pathlib import Path
 
 import orjson
 import pytest
+
+from conftest import chunkings
 from corpus_loader import requests
 from corpus_loader import samples
-
 from dragoman.errors import ClientRequestError
+from dragoman.errors import UpstreamProtocolError
 from dragoman.ir import carry
 from dragoman.ir.common import ErrorKind
 from dragoman.ir.common import StopReason
+from dragoman.ir.events import BlockStart
+from dragoman.ir.events import BlockStop
+from dragoman.ir.events import MessageDelta
+from dragoman.ir.events import MessageStart
+from dragoman.ir.events import MessageStop
+from dragoman.ir.events import SignatureDelta
+from dragoman.ir.events import StreamError
+from dragoman.ir.events import TextDelta
+from dragoman.ir.events import ThinkingDelta
+from dragoman.ir.events import ToolArgsDelta
 from dragoman.ir.request import FilePart
 from dragoman.ir.request import ImagePart
 from dragoman.ir.request import TextPart
@@ -23,6 +35,7 @@ from dragoman.ir.request import ToolResultPart
 from dragoman.protocols.base import Context
 from dragoman.protocols.openai_responses import CODEC
 from dragoman.protocols.openai_responses.decode import EXTRA_NAMESPACES
+from dragoman.sse import SSEDecoder
 
 DATA = Path(__file__).parent / "data"
 CODEX = sorted(DATA.glob("*.request.json"))
@@ -153,7 +166,10 @@ def test_string_input_images_files_and_options():
                     {"type": "input_audio", "input_audio": {}},
                 ],
             },
-            {"role": "assistant", "content": [{"type": "output_text", "text": "hi"}, {"type": "refusal", "refusal": "no"}]},
+            {
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": "hi"}, {"type": "refusal", "refusal": "no"}],
+            },
             {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "mid"}]},
             {"type": "item_reference", "id": "x"},
         ],
@@ -163,7 +179,10 @@ def test_string_input_images_files_and_options():
         "max_output_tokens": 100,
         "temperature": 0.5,
         "top_p": 0.9,
-        "text": {"format": {"type": "json_schema", "name": "s", "schema": {"type": "object"}, "strict": True}, "verbosity": "low"},
+        "text": {
+            "format": {"type": "json_schema", "name": "s", "schema": {"type": "object"}, "strict": True},
+            "verbosity": "low",
+        },
         "safety_identifier": "u1",
         "store": False,
         "metadata": {"a": "b"},
@@ -171,7 +190,12 @@ def test_string_input_images_files_and_options():
     req = CODEC.decode_request(body)
     assert req.system[0].text == "sys"
     user = req.messages[0].parts
-    assert isinstance(user[1], ImagePart) and user[1].data == "AAAA" and user[1].media_type == "image/png" and user[1].detail == "high"
+    assert (
+        isinstance(user[1], ImagePart)
+        and user[1].data == "AAAA"
+        and user[1].media_type == "image/png"
+        and user[1].detail == "high"
+    )
     assert user[2].url == "https://x/y.png" and user[3].file_id == "file-1"
     assert isinstance(user[4], FilePart) and user[4].media_type == "application/pdf" and user[4].data == "JVBE"
     assert user[5].file_id == "file-2"
@@ -184,14 +208,22 @@ def test_string_input_images_files_and_options():
     assert {"store", "metadata", "text.verbosity"} <= set(req.dropped.fields)
     out = CODEC.encode_request(req, Context(request=req))
     assert out["instructions"] == "sys"
-    assert out["input"][0]["content"][1] == {"type": "input_image", "detail": "high", "image_url": "data:image/png;base64,AAAA"}
+    assert out["input"][0]["content"][1] == {
+        "type": "input_image",
+        "detail": "high",
+        "image_url": "data:image/png;base64,AAAA",
+    }
     assert out["input"][2]["role"] == "developer"
     assert out["tool_choice"] == {"type": "function", "name": "f"}
     assert out["text"]["format"]["name"] == "s"
-    assert out["reasoning"] == {"effort": "high", "summary": "detailed"} and out["include"] == ["reasoning.encrypted_content"]
+    assert out["reasoning"] == {"effort": "high", "summary": "detailed"} and out["include"] == [
+        "reasoning.encrypted_content"
+    ]
 
 
-@pytest.mark.parametrize("choice,mode", [("auto", "auto"), ("none", "none"), ("required", "any"), ({"type": "custom", "name": "x"}, "tool")])
+@pytest.mark.parametrize(
+    "choice,mode", [("auto", "auto"), ("none", "none"), ("required", "any"), ({"type": "custom", "name": "x"}, "tool")]
+)
 def test_tool_choice(choice, mode):
     req = CODEC.decode_request({"model": "m", "input": "x", "tool_choice": choice})
     assert req.tool_choice.mode == mode
@@ -204,7 +236,12 @@ def test_carried_anthropic_reasoning_is_unwrapped():
         "model": "m",
         "input": [
             {"role": "user", "content": "q"},
-            {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "I think"}], "encrypted_content": enc},
+            {
+                "type": "reasoning",
+                "id": "rs_1",
+                "summary": [{"type": "summary_text", "text": "I think"}],
+                "encrypted_content": enc,
+            },
             {"type": "reasoning", "id": "rs_2", "summary": [], "encrypted_content": red},
             {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "a"}]},
         ],
@@ -232,7 +269,13 @@ def test_corpus_whole_responses(s):
     ctx = Context()
     resp = CODEC.decode_response(body, ctx)
     assert resp.id == body["id"]
-    texts = [c["text"] for it in body["output"] if it["type"] == "message" for c in it["content"] if c["type"] == "output_text"]
+    texts = [
+        c["text"]
+        for it in body["output"]
+        if it["type"] == "message"
+        for c in it["content"]
+        if c["type"] == "output_text"
+    ]
     assert [p.text for p in resp.content if type(p) is TextPart] == texts
     calls = [it["call_id"] for it in body["output"] if it["type"] == "function_call"]
     assert [p.id for p in resp.content if isinstance(p, ToolCallPart)] == calls
@@ -245,7 +288,13 @@ def test_corpus_whole_responses(s):
 
 
 def test_incomplete_whole_response():
-    body = {"id": "resp_1", "model": "m", "status": "incomplete", "incomplete_details": {"reason": "max_output_tokens"}, "output": []}
+    body = {
+        "id": "resp_1",
+        "model": "m",
+        "status": "incomplete",
+        "incomplete_details": {"reason": "max_output_tokens"},
+        "output": [],
+    }
     assert CODEC.decode_response(body, Context()).stop_reason is StopReason.MAX_TOKENS
     body["incomplete_details"] = {"reason": "content_filter"}
     assert CODEC.decode_response(body, Context()).stop_reason is StopReason.REFUSAL
@@ -268,21 +317,6 @@ def test_error_fallbacks():
 
 
 # ------------------------------------------------------------------ stream decoder
-
-from conftest import chunkings  # noqa: E402
-
-from dragoman.errors import UpstreamProtocolError  # noqa: E402
-from dragoman.ir.events import BlockStart  # noqa: E402
-from dragoman.ir.events import BlockStop  # noqa: E402
-from dragoman.ir.events import MessageDelta  # noqa: E402
-from dragoman.ir.events import MessageStart  # noqa: E402
-from dragoman.ir.events import MessageStop  # noqa: E402
-from dragoman.ir.events import SignatureDelta  # noqa: E402
-from dragoman.ir.events import StreamError  # noqa: E402
-from dragoman.ir.events import TextDelta  # noqa: E402
-from dragoman.ir.events import ThinkingDelta  # noqa: E402
-from dragoman.ir.events import ToolArgsDelta  # noqa: E402
-from dragoman.sse import SSEDecoder  # noqa: E402
 
 STREAMS = samples("openai-responses", stream=True)
 CODEX_STREAMS = sorted(DATA.glob("*.sse"))
@@ -307,7 +341,14 @@ def accumulate_ir(events: list) -> dict:
     for ev in events:
         if isinstance(ev, BlockStart):
             assert ev.index not in blocks
-            blocks[ev.index] = {"kind": ev.kind.value, "id": ev.tool_call_id, "name": ev.name, "text": "", "open": True, "enc": None}
+            blocks[ev.index] = {
+                "kind": ev.kind.value,
+                "id": ev.tool_call_id,
+                "name": ev.name,
+                "text": "",
+                "open": True,
+                "enc": None,
+            }
         elif isinstance(ev, (TextDelta, ThinkingDelta)):
             assert blocks[ev.index]["open"]
             blocks[ev.index]["text"] += ev.text
@@ -365,7 +406,9 @@ def test_corpus_streams_decode_over_chunkings(s):
     blocks = accumulate_ir(events)
     raw = accumulate_raw(s.body)
     assert [b["text"] for b in blocks.values() if b["kind"] == "text"] == raw["texts"]
-    assert [(b["id"], b["name"], b["text"]) for b in blocks.values() if b["kind"] in ("tool_call", "custom_tool_call")] == raw["args"]
+    assert [
+        (b["id"], b["name"], b["text"]) for b in blocks.values() if b["kind"] in ("tool_call", "custom_tool_call")
+    ] == raw["args"]
     assert [b["enc"] for b in blocks.values() if b["kind"] == "thinking"] == raw["reasoning"]
     stop = events[-2].stop_reason
     assert stop is (StopReason.TOOL_USE if raw["args"] else StopReason.END_TURN)
@@ -378,7 +421,9 @@ def test_codex_fake_streams_decode(path):
     events = decode_stream([body])
     blocks = accumulate_ir(events)
     raw = accumulate_raw(body)
-    assert [(b["id"], b["name"], b["text"]) for b in blocks.values() if b["kind"] in ("tool_call", "custom_tool_call")] == raw["args"]
+    assert [
+        (b["id"], b["name"], b["text"]) for b in blocks.values() if b["kind"] in ("tool_call", "custom_tool_call")
+    ] == raw["args"]
     assert [b["text"] for b in blocks.values() if b["kind"] == "text"] == raw["texts"]
 
 
@@ -387,22 +432,33 @@ def _sse(*objs) -> bytes:
 
 
 CREATED = {"type": "response.created", "response": {"id": "resp_1", "model": "m", "created_at": 5, "output": []}}
-COMPLETED = {"type": "response.completed", "response": {"id": "resp_1", "model": "m", "status": "completed", "usage": {"input_tokens": 3, "output_tokens": 2}}}
+COMPLETED = {
+    "type": "response.completed",
+    "response": {"id": "resp_1", "model": "m", "status": "completed", "usage": {"input_tokens": 3, "output_tokens": 2}},
+}
 
 
 def test_done_without_deltas_emits_text_and_closes_open_blocks():
     body = _sse(
         CREATED,
-        {"type": "response.output_item.added", "output_index": 0, "item": {"type": "message", "id": "m1", "content": []}},
+        {
+            "type": "response.output_item.added",
+            "output_index": 0,
+            "item": {"type": "message", "id": "m1", "content": []},
+        },
         {"type": "response.output_text.done", "item_id": "m1", "output_index": 0, "content_index": 0, "text": "Hello"},
-        {"type": "response.output_item.added", "output_index": 1, "item": {"type": "function_call", "id": "fc1", "call_id": "c1", "name": "f"}},
-        {"type": "response.function_call_arguments.delta", "item_id": "fc1", "output_index": 1, "delta": "{\"a\""},
-        {"type": "response.function_call_arguments.done", "item_id": "fc1", "output_index": 1, "arguments": "{\"a\":1}"},
+        {
+            "type": "response.output_item.added",
+            "output_index": 1,
+            "item": {"type": "function_call", "id": "fc1", "call_id": "c1", "name": "f"},
+        },
+        {"type": "response.function_call_arguments.delta", "item_id": "fc1", "output_index": 1, "delta": '{"a"'},
+        {"type": "response.function_call_arguments.done", "item_id": "fc1", "output_index": 1, "arguments": '{"a":1}'},
         COMPLETED,
     )
     events = decode_stream([body])
     blocks = accumulate_ir(events)
-    assert [b["text"] for b in blocks.values()] == ["Hello", "{\"a\":1}"]
+    assert [b["text"] for b in blocks.values()] == ["Hello", '{"a":1}']
     assert events[-2].stop_reason is StopReason.TOOL_USE and events[-2].usage.input_tokens == 3
     assert events[0] == MessageStart(id="resp_1", model="m", created=5)
 
@@ -410,13 +466,54 @@ def test_done_without_deltas_emits_text_and_closes_open_blocks():
 def test_item_done_only_and_summary_parts_separated():
     body = _sse(
         CREATED,
-        {"type": "response.output_item.added", "output_index": 0, "item": {"type": "reasoning", "id": "rs1", "summary": []}},
-        {"type": "response.reasoning_summary_part.added", "item_id": "rs1", "output_index": 0, "summary_index": 0, "part": {"type": "summary_text", "text": ""}},
-        {"type": "response.reasoning_summary_text.delta", "item_id": "rs1", "output_index": 0, "summary_index": 0, "delta": "one"},
-        {"type": "response.reasoning_summary_part.added", "item_id": "rs1", "output_index": 0, "summary_index": 1, "part": {"type": "summary_text", "text": ""}},
-        {"type": "response.reasoning_summary_text.delta", "item_id": "rs1", "output_index": 0, "summary_index": 1, "delta": "two"},
-        {"type": "response.output_item.done", "output_index": 0, "item": {"type": "reasoning", "id": "rs1", "summary": [{"type": "summary_text", "text": "one"}, {"type": "summary_text", "text": "two"}], "encrypted_content": "ENC"}},
-        {"type": "response.output_item.done", "output_index": 1, "item": {"type": "message", "id": "m1", "content": [{"type": "output_text", "text": "hi"}]}},
+        {
+            "type": "response.output_item.added",
+            "output_index": 0,
+            "item": {"type": "reasoning", "id": "rs1", "summary": []},
+        },
+        {
+            "type": "response.reasoning_summary_part.added",
+            "item_id": "rs1",
+            "output_index": 0,
+            "summary_index": 0,
+            "part": {"type": "summary_text", "text": ""},
+        },
+        {
+            "type": "response.reasoning_summary_text.delta",
+            "item_id": "rs1",
+            "output_index": 0,
+            "summary_index": 0,
+            "delta": "one",
+        },
+        {
+            "type": "response.reasoning_summary_part.added",
+            "item_id": "rs1",
+            "output_index": 0,
+            "summary_index": 1,
+            "part": {"type": "summary_text", "text": ""},
+        },
+        {
+            "type": "response.reasoning_summary_text.delta",
+            "item_id": "rs1",
+            "output_index": 0,
+            "summary_index": 1,
+            "delta": "two",
+        },
+        {
+            "type": "response.output_item.done",
+            "output_index": 0,
+            "item": {
+                "type": "reasoning",
+                "id": "rs1",
+                "summary": [{"type": "summary_text", "text": "one"}, {"type": "summary_text", "text": "two"}],
+                "encrypted_content": "ENC",
+            },
+        },
+        {
+            "type": "response.output_item.done",
+            "output_index": 1,
+            "item": {"type": "message", "id": "m1", "content": [{"type": "output_text", "text": "hi"}]},
+        },
         {"type": "response.output_item.done", "output_index": 2, "item": {"type": "web_search_call", "id": "ws1"}},
         {"type": "response.web_search_call.completed", "item_id": "ws1", "output_index": 2},
         COMPLETED,
@@ -433,7 +530,15 @@ def test_item_done_only_and_summary_parts_separated():
 
 
 def test_incomplete_maps_reason():
-    inc = {"type": "response.incomplete", "response": {"id": "resp_1", "model": "m", "status": "incomplete", "incomplete_details": {"reason": "max_output_tokens"}}}
+    inc = {
+        "type": "response.incomplete",
+        "response": {
+            "id": "resp_1",
+            "model": "m",
+            "status": "incomplete",
+            "incomplete_details": {"reason": "max_output_tokens"},
+        },
+    }
     events = decode_stream([_sse(CREATED, inc)])
     assert events[-2].stop_reason is StopReason.MAX_TOKENS
     inc["response"]["incomplete_details"]["reason"] = "content_filter"
@@ -444,12 +549,34 @@ def test_error_then_failed_gives_one_stream_error():
     body = _sse(
         CREATED,
         {"type": "error", "code": "server_error", "message": "boom", "param": None},
-        {"type": "response.failed", "response": {"id": "resp_1", "model": "m", "status": "failed", "error": {"code": "server_error", "message": "boom"}}},
+        {
+            "type": "response.failed",
+            "response": {
+                "id": "resp_1",
+                "model": "m",
+                "status": "failed",
+                "error": {"code": "server_error", "message": "boom"},
+            },
+        },
     )
     events = decode_stream([body])
     errs = [e for e in events if isinstance(e, StreamError)]
     assert len(errs) == 1 and errs[0].error.code == "server_error" and errs[0].error.message == "boom"
-    failed_only = decode_stream([_sse(CREATED, {"type": "response.failed", "response": {"id": "r", "status": "failed", "error": {"code": "rate_limit_exceeded", "message": "slow"}}})])
+    failed_only = decode_stream(
+        [
+            _sse(
+                CREATED,
+                {
+                    "type": "response.failed",
+                    "response": {
+                        "id": "r",
+                        "status": "failed",
+                        "error": {"code": "rate_limit_exceeded", "message": "slow"},
+                    },
+                },
+            )
+        ]
+    )
     assert failed_only[-1].error.kind is ErrorKind.RATE_LIMIT
 
 
@@ -457,8 +584,25 @@ def test_protocol_violations():
     with pytest.raises(UpstreamProtocolError, match="ended before"):
         decode_stream([_sse(CREATED)])
     with pytest.raises(UpstreamProtocolError, match="unknown output item"):
-        decode_stream([_sse(CREATED, {"type": "response.output_text.delta", "item_id": "nope", "output_index": 7, "content_index": 0, "delta": "x"})])
-    dup = {"type": "response.output_item.added", "output_index": 0, "item": {"type": "message", "id": "m1", "content": []}}
+        decode_stream(
+            [
+                _sse(
+                    CREATED,
+                    {
+                        "type": "response.output_text.delta",
+                        "item_id": "nope",
+                        "output_index": 7,
+                        "content_index": 0,
+                        "delta": "x",
+                    },
+                )
+            ]
+        )
+    dup = {
+        "type": "response.output_item.added",
+        "output_index": 0,
+        "item": {"type": "message", "id": "m1", "content": []},
+    }
     with pytest.raises(UpstreamProtocolError, match="duplicate"):
         decode_stream([_sse(CREATED, dup, dup)])
     with pytest.raises(UpstreamProtocolError, match="malformed"):

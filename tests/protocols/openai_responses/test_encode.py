@@ -7,10 +7,10 @@ from pathlib import Path
 
 import orjson
 import pytest
+
 from conftest import chunkings
 from conftest import run_stream
 from corpus_loader import samples
-
 from dragoman.errors import UpstreamProtocolError
 from dragoman.ir import carry
 from dragoman.ir.common import ErrorInfo
@@ -71,7 +71,11 @@ def sdk_final(data: bytes):
     def handler(request: httpx.Request) -> httpx.Response:
         return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=data)
 
-    client = openai.OpenAI(api_key="sk-test", base_url="http://test.invalid/v1", http_client=httpx.Client(transport=httpx.MockTransport(handler)))
+    client = openai.OpenAI(
+        api_key="sk-test",
+        base_url="http://test.invalid/v1",
+        http_client=httpx.Client(transport=httpx.MockTransport(handler)),
+    )
     with client.responses.stream(model="m", input="hi") as stream:
         for _ in stream:
             pass
@@ -107,7 +111,16 @@ ANTHROPIC_LIKE = [
 
 
 def test_stream_encoder_sdk_accumulates_full_output():
-    data = encode_all(ANTHROPIC_LIKE, client_ctx({"model": "claude-x", "input": "hi", "tools": [{"type": "function", "name": "exec_command", "parameters": {}}]}))
+    data = encode_all(
+        ANTHROPIC_LIKE,
+        client_ctx(
+            {
+                "model": "claude-x",
+                "input": "hi",
+                "tools": [{"type": "function", "name": "exec_command", "parameters": {}}],
+            }
+        ),
+    )
     evs = check_sequence(data)
     assert [e["type"] for e in evs[:2]] == ["response.created", "response.in_progress"]
     assert evs[-1]["type"] == "response.completed"
@@ -232,14 +245,29 @@ def test_refusal_block():
 
 def test_error_framing():
     enc = CODEC.stream_encoder(client_ctx({"model": "m", "input": "x"}))
-    data = enc.encode(MessageStart(id="resp_1", model="m")) + enc.encode(BlockStart(0, BlockKind.TEXT)) + enc.encode(TextDelta(0, "a"))
+    data = (
+        enc.encode(MessageStart(id="resp_1", model="m"))
+        + enc.encode(BlockStart(0, BlockKind.TEXT))
+        + enc.encode(TextDelta(0, "a"))
+    )
     data += enc.error(ErrorInfo(ErrorKind.OVERLOADED, "busy", code="overloaded_error"))
     assert enc.error(ErrorInfo(ErrorKind.API_ERROR, "again")) == b""
     out = check_sequence(data)
-    assert out[-2] == {"type": "error", "code": "overloaded_error", "message": "busy", "param": None, "sequence_number": len(out) - 2}
+    assert out[-2] == {
+        "type": "error",
+        "code": "overloaded_error",
+        "message": "busy",
+        "param": None,
+        "sequence_number": len(out) - 2,
+    }
     assert out[-1]["type"] == "response.failed"
-    assert out[-1]["response"]["status"] == "failed" and out[-1]["response"]["error"] == {"code": "overloaded_error", "message": "busy"}
-    with pytest.raises((pytest.importorskip("openai").APIError, RuntimeError)):  # the SDK never completes a failed stream
+    assert out[-1]["response"]["status"] == "failed" and out[-1]["response"]["error"] == {
+        "code": "overloaded_error",
+        "message": "busy",
+    }
+    with pytest.raises(
+        (pytest.importorskip("openai").APIError, RuntimeError)
+    ):  # the SDK never completes a failed stream
         sdk_final(data)
     # an error before anything still starts with response.created
     enc = CODEC.stream_encoder(Context())
@@ -291,19 +319,39 @@ def test_responses_to_responses_stable_over_chunkings(name, body):
         assert [e["type"] for e in evs[-2:]] == ["error", "response.failed"]
         return
     final = sdk_final(data)
-    want_text = "".join(c["text"] for it in src["output"] if it["type"] == "message" for c in it["content"] if c["type"] == "output_text")
+    want_text = "".join(
+        c["text"]
+        for it in src["output"]
+        if it["type"] == "message"
+        for c in it["content"]
+        if c["type"] == "output_text"
+    )
     assert final.output_text == want_text
-    want_calls = [(it["call_id"], it.get("arguments", it.get("input"))) for it in src["output"] if it["type"] in ("function_call", "custom_tool_call")]
-    got_calls = [(o.call_id, getattr(o, "arguments", None) or getattr(o, "input", None)) for o in final.output if o.type in ("function_call", "custom_tool_call")]
+    want_calls = [
+        (it["call_id"], it.get("arguments", it.get("input")))
+        for it in src["output"]
+        if it["type"] in ("function_call", "custom_tool_call")
+    ]
+    got_calls = [
+        (o.call_id, getattr(o, "arguments", None) or getattr(o, "input", None))
+        for o in final.output
+        if o.type in ("function_call", "custom_tool_call")
+    ]
     assert got_calls == want_calls
     # encrypted content is taken from output_item.done (OpenAI re-encrypts in response.completed)
     want_enc = []
     for _, obj in events_of(body):
         if obj["type"] == "response.completed":
             break
-        if obj["type"] == "response.output_item.done" and obj["item"]["type"] == "reasoning" and obj["item"].get("encrypted_content"):
+        if (
+            obj["type"] == "response.output_item.done"
+            and obj["item"]["type"] == "reasoning"
+            and obj["item"].get("encrypted_content")
+        ):
             want_enc.append(obj["item"]["encrypted_content"])
-    got_enc = [o.encrypted_content for o in final.output if o.type == "reasoning" and not carry.is_carried(o.encrypted_content)]
+    got_enc = [
+        o.encrypted_content for o in final.output if o.type == "reasoning" and not carry.is_carried(o.encrypted_content)
+    ]
     assert got_enc == want_enc
     assert final.usage.input_tokens == src["usage"]["input_tokens"]
     assert final.usage.output_tokens == src["usage"]["output_tokens"]
@@ -350,7 +398,11 @@ def test_whole_response_round_trip_corpus():
         ctx = Context(request=Request(model="m"))
         out = CODEC.encode_response(CODEC.decode_response(body, ctx), ctx)
         SDKResponse.model_validate(out)
-        assert [o["type"] for o in out["output"]] == [o["type"] for o in body["output"] if o["type"] in ("message", "reasoning", "function_call", "custom_tool_call")]
+        assert [o["type"] for o in out["output"]] == [
+            o["type"]
+            for o in body["output"]
+            if o["type"] in ("message", "reasoning", "function_call", "custom_tool_call")
+        ]
 
 
 @pytest.mark.parametrize(
@@ -385,10 +437,15 @@ def test_encode_request_from_anthropic_shaped_ir():
                     ToolCallPart(id="toolu_1", name="f", arguments='{"a":1}'),
                 ],
             ),
-            Message("user", [ToolResultPart("toolu_1", [TextPart("r1"), TextPart("r2")], is_error=True), TextPart("next")]),
+            Message(
+                "user", [ToolResultPart("toolu_1", [TextPart("r1"), TextPart("r2")], is_error=True), TextPart("next")]
+            ),
             Message("system", [TextPart("late")]),
         ],
-        tools=[Tool("f", "desc", {"type": "object"}), Tool("web", kind="builtin", raw={"type": "web_search_20250305", "name": "web"})],
+        tools=[
+            Tool("f", "desc", {"type": "object"}),
+            Tool("web", kind="builtin", raw={"type": "web_search_20250305", "name": "web"}),
+        ],
         reasoning=Reasoning(enabled=True, budget_tokens=5000),
         max_tokens=300,
         stop=["END"],
@@ -398,12 +455,29 @@ def test_encode_request_from_anthropic_shaped_ir():
     ctx = Context(request=req)
     body = CODEC.encode_request(req, ctx)
     assert body["instructions"] == "sys a\n\nsys b"
-    assert [it["type"] for it in body["input"]] == ["message", "reasoning", "message", "function_call", "function_call_output", "message", "message"]
-    assert body["input"][1] == {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "s"}], "encrypted_content": "gAAA"}
+    assert [it["type"] for it in body["input"]] == [
+        "message",
+        "reasoning",
+        "message",
+        "function_call",
+        "function_call_output",
+        "message",
+        "message",
+    ]
+    assert body["input"][1] == {
+        "type": "reasoning",
+        "id": "rs_1",
+        "summary": [{"type": "summary_text", "text": "s"}],
+        "encrypted_content": "gAAA",
+    }
     assert body["input"][2]["content"] == [{"type": "output_text", "text": "a", "annotations": []}]
     assert body["input"][4] == {"type": "function_call_output", "call_id": "toolu_1", "output": "r1r2"}
     assert body["input"][6]["role"] == "developer"
-    assert body["tools"] == [{"type": "function", "name": "f", "parameters": {"type": "object"}, "strict": False, "description": "desc"}]
-    assert body["reasoning"] == {"effort": "medium", "summary": "auto"} and body["include"] == ["reasoning.encrypted_content"]
+    assert body["tools"] == [
+        {"type": "function", "name": "f", "parameters": {"type": "object"}, "strict": False, "description": "desc"}
+    ]
+    assert body["reasoning"] == {"effort": "medium", "summary": "auto"} and body["include"] == [
+        "reasoning.encrypted_content"
+    ]
     assert body["store"] is False and body["max_output_tokens"] == 300 and body["stream"] is True
     assert {"thinking", "tools.web", "stop_sequences", "top_k", "tool_result.is_error"} <= set(ctx.dropped.fields)

@@ -6,6 +6,7 @@ import logging
 from enum import Enum
 from typing import Any
 
+import orjson
 from pydantic import ValidationError
 
 from dragoman.errors import ClientRequestError
@@ -532,10 +533,8 @@ _KIND_BY_CODE = {
 def decode_error(status: int, body: bytes, headers: dict[str, str] | None = None) -> ErrorInfo:
     info = generic_error(status, body, headers)
     try:
-        import orjson
-
         obj = orjson.loads(body) if body else None
-    except ValueError:
+    except orjson.JSONDecodeError:
         obj = None
     if isinstance(obj, dict) and isinstance(obj.get("error"), dict):
         err = obj["error"]

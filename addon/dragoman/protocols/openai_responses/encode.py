@@ -266,7 +266,10 @@ def encode_usage(u: Usage | None) -> dict[str, Any]:
     out = u.output_tokens or 0
     return {
         "input_tokens": inp,
-        "input_tokens_details": {"cached_tokens": u.cache_read_tokens or 0, "cache_write_tokens": u.cache_creation_tokens or 0},
+        "input_tokens_details": {
+            "cached_tokens": u.cache_read_tokens or 0,
+            "cache_write_tokens": u.cache_creation_tokens or 0,
+        },
         "output_tokens": out,
         "output_tokens_details": {"reasoning_tokens": u.reasoning_tokens or 0},
         "total_tokens": inp + out,

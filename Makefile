@@ -1,0 +1,40 @@
+# Dragoman developer tasks. Override PY / VENV, e.g. `make test VENV=.venv311`.
+
+# python3.12 if it runs (the pyenv shim may exist but fail), else pyenv's 3.12, else python3
+PY ?= $(shell if python3.12 -V >/dev/null 2>&1; then echo python3.12; \
+	elif [ -x /root/.pyenv/versions/3.12.1/bin/python3.12 ]; then echo /root/.pyenv/versions/3.12.1/bin/python3.12; \
+	else echo python3; fi)
+VENV ?= .venv
+PYTHON := $(VENV)/bin/python
+EXTRAS ?= test,clients,dev
+JOBS ?= 2
+PYTEST_ARGS ?=
+
+.PHONY: help install test test-unit test-e2e lint run
+
+help:
+	@echo "make install   create $(VENV) with $(PY) and install Dragoman editable with [$(EXTRAS)]"
+	@echo "make test      pytest -n $(JOBS) over tests/ (e2e included; SDK clients: DRAGOMAN_CLIENT_PYTHON)"
+	@echo "make lint      ruff check"
+	@echo "make run       offline demo: fake openai-chat upstream + mitmdump on 127.0.0.1:8080"
+
+install:
+	@test -x $(PYTHON) || $(PY) -m venv $(VENV)
+	$(PYTHON) -m pip install -q -U pip
+	$(PYTHON) -m pip install -e '.[$(EXTRAS)]'
+
+test:
+	$(PYTHON) -m pytest -n $(JOBS) -p no:cacheprovider $(PYTEST_ARGS) tests/
+
+test-unit:
+	$(PYTHON) -m pytest -n $(JOBS) -p no:cacheprovider -m "not e2e" $(PYTEST_ARGS) tests/
+
+test-e2e:
+	$(PYTHON) -m pytest -n $(JOBS) -p no:cacheprovider -m e2e $(PYTEST_ARGS) tests/
+
+lint:
+	$(VENV)/bin/ruff check addon tests
+
+run:
+	@echo "Starting the offline demo (Ctrl-C stops it)."
+	$(PYTHON) -m dragoman demo --port 8080 --upstream-port 8765 --target openai-chat
