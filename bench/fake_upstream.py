@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import re
 import sys
 import threading
-import os
 
 import streams
 
@@ -95,8 +95,13 @@ async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> 
             proto = protocol_for_path(path.decode("latin-1"))
             if method != b"POST" or proto is None:
                 msg = b'{"error":{"type":"not_found_error","message":"bench upstream: unknown path"}}'
-                writer.write(b"HTTP/1.1 404 Not Found\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s" % (len(msg), msg))
+                writer.write(
+                    b"HTTP/1.1 404 Not Found\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s"
+                    % (len(msg), msg)
+                )
                 await writer.drain()
+                if headers.get(b"connection", b"").lower() == b"close":
+                    return
                 continue
             m = _MODEL_RE.search(body)
             n = int(m.group(1)) if m else 20

@@ -13,8 +13,8 @@ loop is profiled (translator construction and request translation are not).
 from __future__ import annotations
 
 import argparse
-import cProfile
 import collections
+import cProfile
 import io
 import os
 import pstats
@@ -93,8 +93,25 @@ def py_spy_direction(client: str, upstream: str, n: int, top: int, seconds: floa
         return "py-spy not found: pip install py-spy"
     with tempfile.TemporaryDirectory() as tmp:
         raw = Path(tmp) / "stacks.txt"
-        cmd = [exe, "record", "--format", "raw", "-r", "997", "-o", str(raw), "--", sys.executable, __file__, "--loop",
-               f"{streams.SHORT[client]}<-{streams.SHORT[upstream]}", "--events", str(n), "--seconds", str(seconds)]
+        cmd = [
+            exe,
+            "record",
+            "--format",
+            "raw",
+            "-r",
+            "997",
+            "-o",
+            str(raw),
+            "--",
+            sys.executable,
+            __file__,
+            "--loop",
+            f"{streams.SHORT[client]}<-{streams.SHORT[upstream]}",
+            "--events",
+            str(n),
+            "--seconds",
+            str(seconds),
+        ]
         p = subprocess.run(cmd, capture_output=True, text=True)
         if p.returncode != 0 or not raw.exists():
             return f"py-spy failed ({p.returncode}): {p.stderr[-500:]}"
@@ -114,7 +131,10 @@ def py_spy_direction(client: str, upstream: str, n: int, top: int, seconds: floa
             own[_short_frame(frames[-1])] += c
             for f in set(_short_frame(x, line_no=False) for x in frames):
                 incl[f] += c
-    out = [f"== {streams.SHORT[client]}<-{streams.SHORT[upstream]} (py-spy, {total} samples in StreamTranslator.feed)", "  own time (leaf frame, file:line):"]
+    out = [
+        f"== {streams.SHORT[client]}<-{streams.SHORT[upstream]} (py-spy, {total} samples in StreamTranslator.feed)",
+        "  own time (leaf frame, file:line):",
+    ]
     for f, c in own.most_common(top):
         out.append(f"    {100 * c / max(total, 1):5.1f}%  {f}")
     out.append("  inclusive time per function:")

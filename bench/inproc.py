@@ -166,7 +166,12 @@ def bench_streams(n_events: int, runs: int, warmups: int, log=print) -> dict:
             if i >= warmups:
                 stats[d].samples.append(dt / len(events[d[1]]) * 1e6)
     for d in directions:
-        out["directions"][f"{d[0]}<-{d[1]}"] = {"client": d[0], "upstream": d[1], "us_per_event": stats[d].as_dict(), **checks[d]}
+        out["directions"][f"{d[0]}<-{d[1]}"] = {
+            "client": d[0],
+            "upstream": d[1],
+            "us_per_event": stats[d].as_dict(),
+            **checks[d],
+        }
     return out
 
 

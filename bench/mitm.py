@@ -61,7 +61,9 @@ def _check(route: Route, n: int) -> dict:
     return {"problem": problem, "out_events": n_out, "out_bytes": len(f.body or b"")}
 
 
-def bench_streams(routes: list[Route], n: int, runs: int, warmups: int, probes: int, probe_n: int, check_n: int, log=print) -> dict:
+def bench_streams(
+    routes: list[Route], n: int, runs: int, warmups: int, probes: int, probe_n: int, check_n: int, log=print
+) -> dict:
     res: dict[str, dict] = {}
     for r in routes:
         res[r.key] = {"kind": r.kind, "client": r.client, "upstream": r.upstream, **_check(r, check_n)}
@@ -100,7 +102,13 @@ def bench_streams(routes: list[Route], n: int, runs: int, warmups: int, probes: 
 
 
 def bench_memory(
-    mitmdump: str, up_port: int, cases: list[tuple[str, str | None]], sizes: tuple[int, int], core: int | None, workdir: Path, log=print
+    mitmdump: str,
+    up_port: int,
+    cases: list[tuple[str, str | None]],
+    sizes: tuple[int, int],
+    core: int | None,
+    workdir: Path,
+    log=print,
 ) -> dict:
     """Peak RSS (VmHWM) of a FRESH mitmdump after a small warm-up, after a sizes[0]-event stream and after
     a sizes[1]-event stream. ``cases``: (client, upstream) for Dragoman; upstream None = pass-through."""
@@ -112,7 +120,15 @@ def bench_memory(
             route = Route(key, "passthrough", c, c, proc.port, proc)
         else:
             key = f"dragoman {direction_key(c, u)}"
-            proc = procs.start_mitmdump(f"mem-{streams.SHORT[c]}-{streams.SHORT[u]}", mitmdump, up_port, DRAGOMAN_SCRIPT, dragoman_sets(u, up_port), core, workdir)
+            proc = procs.start_mitmdump(
+                f"mem-{streams.SHORT[c]}-{streams.SHORT[u]}",
+                mitmdump,
+                up_port,
+                DRAGOMAN_SCRIPT,
+                dragoman_sets(u, up_port),
+                core,
+                workdir,
+            )
             route = Route(key, "dragoman", c, u, proc.port, proc)
         rec: dict = {"client": c, "upstream": u}
         try:
@@ -136,7 +152,9 @@ def bench_memory(
         finally:
             proc.stop()
         out[key] = rec
-        log(f"  memory {key}: {rec.get('small_hwm_mib', float('nan')):.1f} -> {rec.get('large_hwm_mib', float('nan')):.1f} MiB {rec.get('problem') or ''}")
+        log(
+            f"  memory {key}: {rec.get('small_hwm_mib', float('nan')):.1f} -> {rec.get('large_hwm_mib', float('nan')):.1f} MiB {rec.get('problem') or ''}"
+        )
     return {"sizes": list(sizes), "cases": out}
 
 
@@ -155,7 +173,10 @@ async def _concurrent(routes: list[Route], n_streams: int, n: int) -> tuple[floa
     loop = asyncio.get_running_loop()
     t0 = loop.time()
     results = await asyncio.gather(
-        *(client.afetch(routes[i % len(routes)].port, routes[i % len(routes)].path, bodies[i]) for i in range(n_streams)),
+        *(
+            client.afetch(routes[i % len(routes)].port, routes[i % len(routes)].path, bodies[i])
+            for i in range(n_streams)
+        ),
         return_exceptions=True,
     )
     return loop.time() - t0, results
@@ -175,7 +196,9 @@ def bench_concurrency(label: str, routes: list[Route], n_streams: int, n: int, r
         bad = [r for r in results if r not in ok]
         if bad:
             failures += len(bad)
-            problems.extend(str(b if isinstance(b, Exception) else f"HTTP {b.status} complete={b.complete}")[:200] for b in bad[:3])
+            problems.extend(
+                str(b if isinstance(b, Exception) else f"HTTP {b.status} complete={b.complete}")[:200] for b in bad[:3]
+            )
         if i == 0 or not ok:
             continue
         firsts = [r.t_first * 1e3 for r in ok if r.t_first is not None]

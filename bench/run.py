@@ -31,9 +31,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 import inproc  # noqa: E402
-import mitm  # noqa: E402
 import procs  # noqa: E402
 import streams  # noqa: E402
+
+import mitm  # noqa: E402
 
 RESULTS = procs.BENCH / "results"
 
@@ -116,28 +117,78 @@ def build_rows(res: dict) -> list[list[str]]:
     if tr:
         floors = tr["floors"]
         for p, f in floors.items():
-            rows.append(["translator", f"floor: orjson loads+dumps ({short(p)} events)", f"{_fmt(f['orjson']['median'], 2)} µs/ev", _spread(f["orjson"], 2), "", "", ""])
+            rows.append(
+                [
+                    "translator",
+                    f"floor: orjson loads+dumps ({short(p)} events)",
+                    f"{_fmt(f['orjson']['median'], 2)} µs/ev",
+                    _spread(f["orjson"], 2),
+                    "",
+                    "",
+                    "",
+                ]
+            )
         for p, f in floors.items():
             if f["sse_decoder"]["samples"]:
-                rows.append(["translator", f"ref: SSE decoder alone ({short(p)})", f"{_fmt(f['sse_decoder']['median'], 2)} µs/ev", _spread(f["sse_decoder"], 2), "", "", ""])
+                rows.append(
+                    [
+                        "translator",
+                        f"ref: SSE decoder alone ({short(p)})",
+                        f"{_fmt(f['sse_decoder']['median'], 2)} µs/ev",
+                        _spread(f["sse_decoder"], 2),
+                        "",
+                        "",
+                        "",
+                    ]
+                )
         translated = []
-        for key, d in tr["directions"].items():
+        for d in tr["directions"].values():
             c, u = d["client"], d["upstream"]
             name = f"{short(c)}<-{short(u)}" + (" (identity ref)" if c == u else "")
             if d.get("problem") or not d["us_per_event"]["samples"]:
-                rows.append(["translator", name, "ERR", "", "", f"≤{BUDGET_TRANSLATOR_US:g} µs/ev", f"ERR: {str(d.get('problem'))[:70]}"])
+                rows.append(
+                    [
+                        "translator",
+                        name,
+                        "ERR",
+                        "",
+                        "",
+                        f"≤{BUDGET_TRANSLATOR_US:g} µs/ev",
+                        f"ERR: {str(d.get('problem'))[:70]}",
+                    ]
+                )
                 continue
             med = d["us_per_event"]["median"]
             fl = floors[u]["orjson"]["median"]
             budget = "" if c == u else f"≤{BUDGET_TRANSLATOR_US:g} µs/ev"
-            rows.append(["translator", name, f"{_fmt(med, 2)} µs/ev", _spread(d["us_per_event"], 2), f"{med / fl:.1f}× floor", budget, "" if c == u else verdict(med <= BUDGET_TRANSLATOR_US)])
+            rows.append(
+                [
+                    "translator",
+                    name,
+                    f"{_fmt(med, 2)} µs/ev",
+                    _spread(d["us_per_event"], 2),
+                    f"{med / fl:.1f}× floor",
+                    budget,
+                    "" if c == u else verdict(med <= BUDGET_TRANSLATOR_US),
+                ]
+            )
             if c != u:
                 translated.append((med, fl))
         if translated:
             m = statistics.median(x for x, _ in translated)
             fl = statistics.median(f for _, f in translated)
             ok = m <= BUDGET_TRANSLATOR_US and m / fl <= BUDGET_TRANSLATOR_X_FLOOR
-            rows.append(["translator", f"MEDIAN over {len(translated)} translated directions", f"{_fmt(m, 2)} µs/ev", "", f"{m / fl:.1f}× floor", f"≤{BUDGET_TRANSLATOR_US:g} µs/ev, ≤{BUDGET_TRANSLATOR_X_FLOOR:g}× floor", verdict(ok)])
+            rows.append(
+                [
+                    "translator",
+                    f"MEDIAN over {len(translated)} translated directions",
+                    f"{_fmt(m, 2)} µs/ev",
+                    "",
+                    f"{m / fl:.1f}× floor",
+                    f"≤{BUDGET_TRANSLATOR_US:g} µs/ev, ≤{BUDGET_TRANSLATOR_X_FLOOR:g}× floor",
+                    verdict(ok),
+                ]
+            )
         for p, err in tr.get("missing", {}).items():
             rows.append(["translator", f"codec {short(p)} unavailable", "-", "", "", "", f"ERR: {err[:60]}"])
 
@@ -176,7 +227,17 @@ def build_rows(res: dict) -> list[list[str]]:
             translated = r["kind"] == "dragoman" and r["client"] != r["upstream"]
             dragoman = r["kind"] == "dragoman"
             eps = r["events_per_s"]
-            rows.append([sec, f"{key}: throughput", f"{_fmt(eps['median'])} ev/s", _spread(eps), "", f"≥{BUDGET_EPS:,} ev/s" if translated else "", verdict(eps["median"] >= BUDGET_EPS) if translated else ""])
+            rows.append(
+                [
+                    sec,
+                    f"{key}: throughput",
+                    f"{_fmt(eps['median'])} ev/s",
+                    _spread(eps),
+                    "",
+                    f"≥{BUDGET_EPS:,} ev/s" if translated else "",
+                    verdict(eps["median"] >= BUDGET_EPS) if translated else "",
+                ]
+            )
             if r.get("cpu_us_per_event"):
                 cpu = r["cpu_us_per_event"]
                 ref = pt.get(r["upstream"])
@@ -186,16 +247,38 @@ def build_rows(res: dict) -> list[list[str]]:
                     x = cpu["median"] / ref["cpu_us_per_event"]["median"]
                     ratio = f"{x:.2f}× PT"
                     ok = x <= BUDGET_CPU_X_PT if translated else None
-                rows.append([sec, f"{key}: mitmdump CPU", f"{_fmt(cpu['median'], 1)} µs/ev", _spread(cpu), ratio, f"≤{BUDGET_CPU_X_PT:g}× PT" if translated else "", verdict(ok)])
+                rows.append(
+                    [
+                        sec,
+                        f"{key}: mitmdump CPU",
+                        f"{_fmt(cpu['median'], 1)} µs/ev",
+                        _spread(cpu),
+                        ratio,
+                        f"≤{BUDGET_CPU_X_PT:g}× PT" if translated else "",
+                        verdict(ok),
+                    ]
+                )
             tt = r["ttfb_ms"]
-            ref = pt.get(r["upstream"]) if dragoman else direct.get(r["upstream"]) if r["kind"] == "passthrough" else None
+            ref = (
+                pt.get(r["upstream"]) if dragoman else direct.get(r["upstream"]) if r["kind"] == "passthrough" else None
+            )
             delta = ""
             ok = None
             if ref and ref.get("ttfb_ms") and ref["ttfb_ms"]["samples"] and tt["samples"]:
                 dms = tt["median"] - ref["ttfb_ms"]["median"]
                 delta = f"{dms:+.2f} ms vs {'PT' if dragoman else 'direct'}"
                 ok = dms <= BUDGET_TTFB_ADDED_MS if translated else None
-            rows.append([sec, f"{key}: TTFB", f"{_fmt(tt['median'], 2)} ms", _spread(tt, 2), delta, f"≤+{BUDGET_TTFB_ADDED_MS:g} ms vs PT" if translated else "", verdict(ok)])
+            rows.append(
+                [
+                    sec,
+                    f"{key}: TTFB",
+                    f"{_fmt(tt['median'], 2)} ms",
+                    _spread(tt, 2),
+                    delta,
+                    f"≤+{BUDGET_TTFB_ADDED_MS:g} ms vs PT" if translated else "",
+                    verdict(ok),
+                ]
+            )
 
     mem = res.get("memory")
     if mem:
@@ -234,15 +317,47 @@ def build_rows(res: dict) -> list[list[str]]:
         for label, d in cc.items():
             n = f"{d['streams']}×{d['events_per_stream']:,} ev ({label})"
             if d.get("failures"):
-                rows.append(["concurrent", n, "", "", "", "", f"ERR: {d['failures']} failed: {'; '.join(d['problems'])[:60]}"])
+                rows.append(
+                    ["concurrent", n, "", "", "", "", f"ERR: {d['failures']} failed: {'; '.join(d['problems'])[:60]}"]
+                )
             if not d["aggregate_events_per_s"]["samples"]:
                 continue
             ratio = ""
             if label != "passthrough" and pt and pt["aggregate_events_per_s"]["samples"]:
                 ratio = f"{d['aggregate_events_per_s']['median'] / pt['aggregate_events_per_s']['median']:.2f}× PT"
-            rows.append(["concurrent", f"{n}: aggregate", f"{_fmt(d['aggregate_events_per_s']['median'])} ev/s", _spread(d["aggregate_events_per_s"]), ratio, "", ""])
-            rows.append(["concurrent", f"{n}: mitmdump CPU", f"{_fmt(d['cpu_us_per_event']['median'])} µs/ev", _spread(d["cpu_us_per_event"]), "", "", ""])
-            rows.append(["concurrent", f"{n}: slowest TTFB", f"{_fmt(d['slowest_ttfb_ms']['median'], 1)} ms", _spread(d["slowest_ttfb_ms"]), f"median {_fmt(d['median_ttfb_ms']['median'], 1)} ms", "", ""])
+            rows.append(
+                [
+                    "concurrent",
+                    f"{n}: aggregate",
+                    f"{_fmt(d['aggregate_events_per_s']['median'])} ev/s",
+                    _spread(d["aggregate_events_per_s"]),
+                    ratio,
+                    "",
+                    "",
+                ]
+            )
+            rows.append(
+                [
+                    "concurrent",
+                    f"{n}: mitmdump CPU",
+                    f"{_fmt(d['cpu_us_per_event']['median'])} µs/ev",
+                    _spread(d["cpu_us_per_event"]),
+                    "",
+                    "",
+                    "",
+                ]
+            )
+            rows.append(
+                [
+                    "concurrent",
+                    f"{n}: slowest TTFB",
+                    f"{_fmt(d['slowest_ttfb_ms']['median'], 1)} ms",
+                    _spread(d["slowest_ttfb_ms"]),
+                    f"median {_fmt(d['median_ttfb_ms']['median'], 1)} ms",
+                    "",
+                    "",
+                ]
+            )
     return rows
 
 
@@ -287,7 +402,7 @@ def loadavg() -> list[float]:
 def environment(mitmdump: str) -> dict:
     env = {
         "loadavg_start": loadavg(),
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "python": platform.python_version(),
         "platform": platform.platform(),
         "cpus": procs.cpus(),
@@ -305,8 +420,18 @@ def environment(mitmdump: str) -> dict:
     except Exception as e:  # noqa: BLE001
         env["mitmproxy_version"] = f"unknown ({e})"
     try:
-        env["git_head"] = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=procs.REPO, capture_output=True, text=True, timeout=10).stdout.strip()
-        env["git_dirty"] = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=procs.REPO, capture_output=True, text=True, timeout=10).stdout.strip())
+        env["git_head"] = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=procs.REPO, capture_output=True, text=True, timeout=10
+        ).stdout.strip()
+        env["git_dirty"] = bool(
+            subprocess.run(
+                ["git", "status", "--porcelain", "--untracked-files=no"],
+                cwd=procs.REPO,
+                capture_output=True,
+                text=True,
+                timeout=10,
+            ).stdout.strip()
+        )
     except Exception:  # noqa: BLE001
         pass
     try:
@@ -330,8 +455,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="smoke run: smaller N, fewer runs (< 2 min)")
     ap.add_argument("--mitmdump", default=default_mitmdump(), help="mitmdump executable (default: next to this Python)")
-    ap.add_argument("--sections", default="translator,requests,mitm,memory,concurrency", help="comma list of sections to run")
-    ap.add_argument("--out", default=str(RESULTS / "latest.json"), help="JSON output (a .md table is written next to it)")
+    ap.add_argument(
+        "--sections", default="translator,requests,mitm,memory,concurrency", help="comma list of sections to run"
+    )
+    ap.add_argument(
+        "--out", default=str(RESULTS / "latest.json"), help="JSON output (a .md table is written next to it)"
+    )
     ap.add_argument("--no-pin", action="store_true", help="do not pin processes to cores")
     a = ap.parse_args(argv)
 
@@ -341,12 +470,16 @@ def main(argv: list[str] | None = None) -> int:
     mitm_core, client_core = (0, 1) if pin else (None, None)
     t_start = time.monotonic()
     res: dict = {"mode": "quick" if a.quick else "full", "config": cfg, "env": environment(a.mitmdump), "pinned": pin}
-    log(f"dragoman bench ({res['mode']}): mitmdump {res['env'].get('mitmproxy_version')} on core {mitm_core}, clients/upstream on core {client_core}")
+    log(
+        f"dragoman bench ({res['mode']}): mitmdump {res['env'].get('mitmproxy_version')} on core {mitm_core}, clients/upstream on core {client_core}"
+    )
     if pin:
         procs.pin_self(client_core)
     la = res["env"]["loadavg_start"]
     if la and la[0] > procs.cpus() * 0.5:
-        log(f"  WARNING: load average {la[0]:.1f} on {procs.cpus()} cores: other work is running; wall-clock figures (events/s, TTFB) will be noisy")
+        log(
+            f"  WARNING: load average {la[0]:.1f} on {procs.cpus()} cores: other work is running; wall-clock figures (events/s, TTFB) will be noisy"
+        )
 
     timings: dict[str, float] = {}
     res["section_seconds"] = timings
@@ -360,7 +493,9 @@ def main(argv: list[str] | None = None) -> int:
 
     if "translator" in sections:
         log("[1/5] translator alone, in process")
-        res["translator"] = inproc.bench_streams(cfg["inproc_events"], cfg["inproc_runs"], cfg["inproc_warmups"], log=log)
+        res["translator"] = inproc.bench_streams(
+            cfg["inproc_events"], cfg["inproc_runs"], cfg["inproc_warmups"], log=log
+        )
         lap("translator")
     if "requests" in sections:
         log("[2/5] request translation, in process")
@@ -377,7 +512,15 @@ def main(argv: list[str] | None = None) -> int:
         started: list[procs.Proc] = []
         try:
             prewarm = sorted(
-                {cfg["mitm_events"], cfg["ttfb_probe_events"], cfg["check_events"], cfg["conc_events"], max(cfg["conc_events"] // 10, 20), 200, *cfg["memory_sizes"]}
+                {
+                    cfg["mitm_events"],
+                    cfg["ttfb_probe_events"],
+                    cfg["check_events"],
+                    cfg["conc_events"],
+                    max(cfg["conc_events"] // 10, 20),
+                    200,
+                    *cfg["memory_sizes"],
+                }
             )
             up = procs.start_upstream(client_core, prewarm)
             started.append(up)
@@ -385,13 +528,23 @@ def main(argv: list[str] | None = None) -> int:
             routes: list[mitm.Route] = []
             dragoman_ok = mitm.DRAGOMAN_SCRIPT.exists()
             if "mitm" in sections or "concurrency" in sections:
-                pt = procs.start_mitmdump("passthrough", a.mitmdump, up.port, mitm.PASSTHROUGH_SCRIPT, {}, mitm_core, workdir)
+                pt = procs.start_mitmdump(
+                    "passthrough", a.mitmdump, up.port, mitm.PASSTHROUGH_SCRIPT, {}, mitm_core, workdir
+                )
                 started.append(pt)
                 dm: dict[str, procs.Proc] = {}
                 if dragoman_ok:
                     for u in streams.PROTOCOLS:
                         try:
-                            dm[u] = procs.start_mitmdump(f"dragoman-{short(u)}", a.mitmdump, up.port, mitm.DRAGOMAN_SCRIPT, mitm.dragoman_sets(u, up.port), mitm_core, workdir)
+                            dm[u] = procs.start_mitmdump(
+                                f"dragoman-{short(u)}",
+                                a.mitmdump,
+                                up.port,
+                                mitm.DRAGOMAN_SCRIPT,
+                                mitm.dragoman_sets(u, up.port),
+                                mitm_core,
+                                workdir,
+                            )
                             started.append(dm[u])
                         except Exception as e:  # noqa: BLE001
                             log(f"  mitmdump with Dragoman target {u} failed to start: {e}")
@@ -403,12 +556,21 @@ def main(argv: list[str] | None = None) -> int:
                     if u not in dm:
                         continue
                     for c in streams.PROTOCOLS:
-                        routes.append(mitm.Route(f"dragoman {mitm.direction_key(c, u)}", "dragoman", c, u, dm[u].port, dm[u]))
+                        routes.append(
+                            mitm.Route(f"dragoman {mitm.direction_key(c, u)}", "dragoman", c, u, dm[u].port, dm[u])
+                        )
             if "mitm" in sections:
                 log("[3/5] streams through mitmdump")
                 lap("startup")
                 res["mitm"] = mitm.bench_streams(
-                    routes, cfg["mitm_events"], cfg["mitm_runs"], cfg["mitm_warmups"], cfg["ttfb_probes"], cfg["ttfb_probe_events"], cfg["check_events"], log=log
+                    routes,
+                    cfg["mitm_events"],
+                    cfg["mitm_runs"],
+                    cfg["mitm_warmups"],
+                    cfg["ttfb_probes"],
+                    cfg["ttfb_probe_events"],
+                    cfg["check_events"],
+                    log=log,
                 )
                 lap("mitm")
             if "concurrency" in sections:
@@ -417,9 +579,13 @@ def main(argv: list[str] | None = None) -> int:
                 translated = [r for r in routes if r.kind == "dragoman" and r.client != r.upstream and r.key not in bad]
                 cc: dict = {}
                 if translated:
-                    cc["dragoman mixed"] = mitm.bench_concurrency("dragoman mixed", translated, cfg["conc_streams"], cfg["conc_events"], cfg["conc_runs"], log=log)
+                    cc["dragoman mixed"] = mitm.bench_concurrency(
+                        "dragoman mixed", translated, cfg["conc_streams"], cfg["conc_events"], cfg["conc_runs"], log=log
+                    )
                 ptr = [r for r in routes if r.kind == "passthrough"]
-                cc["passthrough"] = mitm.bench_concurrency("passthrough", ptr, cfg["conc_streams"], cfg["conc_events"], cfg["conc_runs"], log=log)
+                cc["passthrough"] = mitm.bench_concurrency(
+                    "passthrough", ptr, cfg["conc_streams"], cfg["conc_events"], cfg["conc_runs"], log=log
+                )
                 res["concurrency"] = cc
                 lap("concurrency")
             for p in started[1:]:
@@ -427,11 +593,17 @@ def main(argv: list[str] | None = None) -> int:
             if "memory" in sections:
                 log("[5/5] memory (fresh mitmdump per case)")
                 # one case per client-side ("target") protocol, from the upstream it is most often paired with
-                cases = [(streams.ANTHROPIC, streams.CHAT), (streams.CHAT, streams.ANTHROPIC), (streams.RESPONSES, streams.ANTHROPIC)]
+                cases = [
+                    (streams.ANTHROPIC, streams.CHAT),
+                    (streams.CHAT, streams.ANTHROPIC),
+                    (streams.RESPONSES, streams.ANTHROPIC),
+                ]
                 if not dragoman_ok:
                     cases = []
                 cases = [(streams.CHAT, None), *cases]
-                res["memory"] = mitm.bench_memory(a.mitmdump, up.port, cases, tuple(cfg["memory_sizes"]), mitm_core, workdir, log=log)
+                res["memory"] = mitm.bench_memory(
+                    a.mitmdump, up.port, cases, tuple(cfg["memory_sizes"]), mitm_core, workdir, log=log
+                )
                 lap("memory")
         finally:
             for p in started:
@@ -457,7 +629,9 @@ def main(argv: list[str] | None = None) -> int:
     print(render(rows))
     la0, la1 = res["env"].get("loadavg_start") or [0], res["env"].get("loadavg_end") or [0]
     print(f"\nload average at start {la0[0]:.2f}, at end {la1[0]:.2f} ({procs.cpus()} cores)")
-    print(f"{res['mode']} run in {res['elapsed_s']} s ({', '.join(f'{k} {v}' for k, v in timings.items())}); wrote {out} and {md.name}  (PASS/OVER = budget lines from issue 6, not assertions)")
+    print(
+        f"{res['mode']} run in {res['elapsed_s']} s ({', '.join(f'{k} {v}' for k, v in timings.items())}); wrote {out} and {md.name}  (PASS/OVER = budget lines from issue 6, not assertions)"
+    )
     return 0
 
 

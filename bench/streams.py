@@ -39,11 +39,60 @@ TOOL_A = "exec_command"
 TOOL_B = "read_file"
 
 _WORDS = (
-    "the", " function", " returns", " a", " list", " of", " events", ",", " and", " the", " caller",
-    " must", " handle", " each", " one", " in", " order", ".", "\n\n", "First", " we", " check",
-    " whether", " `", "config", ".yaml", "`", " exists", ";", " then", " we", " parse", " it",
-    " with", " the", " loader", " café", " naïve", " “quoted”", " —", " 日本語", " 🙂", " x", "=",
-    "42", "\n", "- ", "item", " résumé", " {\"k\":", " \"v\"}", " \\path\\to", " tab\t", " end",
+    "the",
+    " function",
+    " returns",
+    " a",
+    " list",
+    " of",
+    " events",
+    ",",
+    " and",
+    " the",
+    " caller",
+    " must",
+    " handle",
+    " each",
+    " one",
+    " in",
+    " order",
+    ".",
+    "\n\n",
+    "First",
+    " we",
+    " check",
+    " whether",
+    " `",
+    "config",
+    ".yaml",
+    "`",
+    " exists",
+    ";",
+    " then",
+    " we",
+    " parse",
+    " it",
+    " with",
+    " the",
+    " loader",
+    " café",
+    " naïve",
+    " “quoted”",
+    " —",
+    " 日本語",
+    " 🙂",
+    " x",
+    "=",
+    "42",
+    "\n",
+    "- ",
+    "item",
+    " résumé",
+    ' {"k":',
+    ' "v"}',
+    " \\path\\to",
+    " tab\t",
+    " end",
 )
 
 
@@ -144,32 +193,70 @@ def anthropic_stream(n: int, seed: int = 0, model: str = "claude-sonnet-4-5-2025
     out.append(
         _sse(
             "content_block_start",
-            {"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": "", "signature": ""}},
+            {
+                "type": "content_block_start",
+                "index": 0,
+                "content_block": {"type": "thinking", "thinking": "", "signature": ""},
+            },
         )
     )
     out.append(_sse("ping", {"type": "ping"}))
     for t in _rng_text(rng, p.thinking):
-        out.append(_sse("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": t}}))
-    sig = "EqQBCkYIBRgCIkB" + "".join(rng.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/") for _ in range(400))
-    out.append(_sse("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": sig}}))
+        out.append(
+            _sse(
+                "content_block_delta",
+                {"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": t}},
+            )
+        )
+    sig = "EqQBCkYIBRgCIkB" + "".join(
+        rng.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/") for _ in range(400)
+    )
+    out.append(
+        _sse(
+            "content_block_delta",
+            {"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": sig}},
+        )
+    )
     out.append(_sse("content_block_stop", {"type": "content_block_stop", "index": 0}))
-    out.append(_sse("content_block_start", {"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": ""}}))
+    out.append(
+        _sse(
+            "content_block_start",
+            {"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": ""}},
+        )
+    )
     for t in _rng_text(rng, p.text):
-        out.append(_sse("content_block_delta", {"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": t}}))
+        out.append(
+            _sse(
+                "content_block_delta",
+                {"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": t}},
+            )
+        )
     out.append(_sse("content_block_stop", {"type": "content_block_stop", "index": 1}))
-    for idx, (tid, name) in enumerate((("toolu_01A09q90qw90lq917835lq9", TOOL_A), ("toolu_01B19r91rx91mr928946mr0", TOOL_B)), start=2):
+    for idx, (tid, name) in enumerate(
+        (("toolu_01A09q90qw90lq917835lq9", TOOL_A), ("toolu_01B19r91rx91mr928946mr0", TOOL_B)), start=2
+    ):
         out.append(
             _sse(
                 "content_block_start",
-                {"type": "content_block_start", "index": idx, "content_block": {"type": "tool_use", "id": tid, "name": name, "input": {}}},
+                {
+                    "type": "content_block_start",
+                    "index": idx,
+                    "content_block": {"type": "tool_use", "id": tid, "name": name, "input": {}},
+                },
             )
         )
     deltas_a = [
-        _sse("content_block_delta", {"type": "content_block_delta", "index": 2, "delta": {"type": "input_json_delta", "partial_json": f}})
+        _sse(
+            "content_block_delta",
+            {"type": "content_block_delta", "index": 2, "delta": {"type": "input_json_delta", "partial_json": f}},
+        )
         for f in _args_fragments(rng, p.tool_a, TOOL_A)
     ]
     deltas_b = [
-        _sse("content_block_delta", {"type": "content_block_delta", "index": 3, "delta": {"type": "input_json_delta", "partial_json": f}})
+        _sse(
+            "content_block_delta",
+            {"type": "content_block_delta", "index": 3, "delta": {"type": "input_json_delta", "partial_json": f}},
+        )
         for f in _args_fragments(rng, p.tool_b, TOOL_B)
     ]
     out.extend(_interleave(deltas_a, deltas_b))
@@ -212,7 +299,12 @@ def chat_stream(n: int, seed: int = 0, model: str = "deepseek-reasoner") -> list
         obf = "".join(rng.choice("abcdefghijKLMNOP0123") for _ in range(rng.randint(2, 12)))
         return _sse(
             None,
-            {**base, "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}], "usage": None, "obfuscation": obf},
+            {
+                **base,
+                "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+                "usage": None,
+                "obfuscation": obf,
+            },
         )
 
     out: list[bytes] = [chunk({"role": "assistant", "content": None, "reasoning_content": ""})]
@@ -220,10 +312,42 @@ def chat_stream(n: int, seed: int = 0, model: str = "deepseek-reasoner") -> list
         out.append(chunk({"content": None, "reasoning_content": t}))
     for t in _rng_text(rng, p.text):
         out.append(chunk({"content": t}))
-    out.append(chunk({"tool_calls": [{"index": 0, "id": "call_q2UyBRP7eXNTzAoR8lEhjc9Z", "type": "function", "function": {"name": TOOL_A, "arguments": ""}}]}))
-    out.append(chunk({"tool_calls": [{"index": 1, "id": "call_b51ijcpFkDiTQG1bQzsrmtW5", "type": "function", "function": {"name": TOOL_B, "arguments": ""}}]}))
-    deltas_a = [chunk({"tool_calls": [{"index": 0, "function": {"arguments": f}}]}) for f in _args_fragments(rng, p.tool_a, TOOL_A)]
-    deltas_b = [chunk({"tool_calls": [{"index": 1, "function": {"arguments": f}}]}) for f in _args_fragments(rng, p.tool_b, TOOL_B)]
+    out.append(
+        chunk(
+            {
+                "tool_calls": [
+                    {
+                        "index": 0,
+                        "id": "call_q2UyBRP7eXNTzAoR8lEhjc9Z",
+                        "type": "function",
+                        "function": {"name": TOOL_A, "arguments": ""},
+                    }
+                ]
+            }
+        )
+    )
+    out.append(
+        chunk(
+            {
+                "tool_calls": [
+                    {
+                        "index": 1,
+                        "id": "call_b51ijcpFkDiTQG1bQzsrmtW5",
+                        "type": "function",
+                        "function": {"name": TOOL_B, "arguments": ""},
+                    }
+                ]
+            }
+        )
+    )
+    deltas_a = [
+        chunk({"tool_calls": [{"index": 0, "function": {"arguments": f}}]})
+        for f in _args_fragments(rng, p.tool_a, TOOL_A)
+    ]
+    deltas_b = [
+        chunk({"tool_calls": [{"index": 1, "function": {"arguments": f}}]})
+        for f in _args_fragments(rng, p.tool_b, TOOL_B)
+    ]
     out.extend(_interleave(deltas_a, deltas_b))
     out.append(chunk({}, "tool_calls"))
     out.append(
@@ -280,8 +404,20 @@ def _response_obj(model: str, status: str, output: list, usage) -> dict:
         "text": {"format": {"type": "text"}, "verbosity": "medium"},
         "tool_choice": "auto",
         "tools": [
-            {"type": "function", "name": TOOL_A, "description": "Runs a shell command", "parameters": _TOOL_SCHEMA_A, "strict": False},
-            {"type": "function", "name": TOOL_B, "description": "Reads a file", "parameters": _TOOL_SCHEMA_B, "strict": False},
+            {
+                "type": "function",
+                "name": TOOL_A,
+                "description": "Runs a shell command",
+                "parameters": _TOOL_SCHEMA_A,
+                "strict": False,
+            },
+            {
+                "type": "function",
+                "name": TOOL_B,
+                "description": "Reads a file",
+                "parameters": _TOOL_SCHEMA_B,
+                "strict": False,
+            },
         ],
         "top_logprobs": 0,
         "top_p": 1.0,
@@ -310,26 +446,105 @@ def responses_stream(n: int, seed: int = 0, model: str = "gpt-5.5-2026-04-23") -
         ("fc_0fabc13af1ee0049006a691dff0c1481a1b4a0eec7e3c753bb", "call_LabG58Uhrq9kZvR52BYKjToD", TOOL_A),
         ("fc_0fabc13af1ee0049006a691dff0c1481a1b4a0eec7e3c753cc", "call_MbcH69Visr0lAwS63CZLkUpE", TOOL_B),
     ]
-    enc = "gAAAAABoxC0m_" + "".join(rng.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_") for _ in range(1200))
+    enc = "gAAAAABoxC0m_" + "".join(
+        rng.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_") for _ in range(1200)
+    )
     emit({"type": "response.created", "response": _response_obj(model, "in_progress", [], None)})
     emit({"type": "response.in_progress", "response": _response_obj(model, "in_progress", [], None)})
-    emit({"type": "response.output_item.added", "output_index": 0, "item": {"id": rs_id, "type": "reasoning", "encrypted_content": enc, "summary": []}})
-    emit({"type": "response.reasoning_summary_part.added", "item_id": rs_id, "output_index": 0, "summary_index": 0, "part": {"type": "summary_text", "text": ""}})
+    emit(
+        {
+            "type": "response.output_item.added",
+            "output_index": 0,
+            "item": {"id": rs_id, "type": "reasoning", "encrypted_content": enc, "summary": []},
+        }
+    )
+    emit(
+        {
+            "type": "response.reasoning_summary_part.added",
+            "item_id": rs_id,
+            "output_index": 0,
+            "summary_index": 0,
+            "part": {"type": "summary_text", "text": ""},
+        }
+    )
     thinking = _rng_text(rng, p.thinking)
     for t in thinking:
-        emit({"type": "response.reasoning_summary_text.delta", "item_id": rs_id, "output_index": 0, "summary_index": 0, "delta": t, "obfuscation": "obWDa"})
+        emit(
+            {
+                "type": "response.reasoning_summary_text.delta",
+                "item_id": rs_id,
+                "output_index": 0,
+                "summary_index": 0,
+                "delta": t,
+                "obfuscation": "obWDa",
+            }
+        )
     th = "".join(thinking)
-    emit({"type": "response.reasoning_summary_text.done", "item_id": rs_id, "output_index": 0, "summary_index": 0, "text": th})
-    emit({"type": "response.reasoning_summary_part.done", "item_id": rs_id, "output_index": 0, "summary_index": 0, "part": {"type": "summary_text", "text": th}})
-    rs_item = {"id": rs_id, "type": "reasoning", "encrypted_content": enc, "summary": [{"type": "summary_text", "text": th}]}
+    emit(
+        {
+            "type": "response.reasoning_summary_text.done",
+            "item_id": rs_id,
+            "output_index": 0,
+            "summary_index": 0,
+            "text": th,
+        }
+    )
+    emit(
+        {
+            "type": "response.reasoning_summary_part.done",
+            "item_id": rs_id,
+            "output_index": 0,
+            "summary_index": 0,
+            "part": {"type": "summary_text", "text": th},
+        }
+    )
+    rs_item = {
+        "id": rs_id,
+        "type": "reasoning",
+        "encrypted_content": enc,
+        "summary": [{"type": "summary_text", "text": th}],
+    }
     emit({"type": "response.output_item.done", "output_index": 0, "item": rs_item})
-    emit({"type": "response.output_item.added", "output_index": 1, "item": {"id": msg_id, "type": "message", "status": "in_progress", "content": [], "role": "assistant"}})
-    emit({"type": "response.content_part.added", "item_id": msg_id, "output_index": 1, "content_index": 0, "part": {"type": "output_text", "annotations": [], "logprobs": [], "text": ""}})
+    emit(
+        {
+            "type": "response.output_item.added",
+            "output_index": 1,
+            "item": {"id": msg_id, "type": "message", "status": "in_progress", "content": [], "role": "assistant"},
+        }
+    )
+    emit(
+        {
+            "type": "response.content_part.added",
+            "item_id": msg_id,
+            "output_index": 1,
+            "content_index": 0,
+            "part": {"type": "output_text", "annotations": [], "logprobs": [], "text": ""},
+        }
+    )
     text = _rng_text(rng, p.text)
     for t in text:
-        emit({"type": "response.output_text.delta", "item_id": msg_id, "output_index": 1, "content_index": 0, "delta": t, "logprobs": [], "obfuscation": "uGUWqgltWG6mc"})
+        emit(
+            {
+                "type": "response.output_text.delta",
+                "item_id": msg_id,
+                "output_index": 1,
+                "content_index": 0,
+                "delta": t,
+                "logprobs": [],
+                "obfuscation": "uGUWqgltWG6mc",
+            }
+        )
     tx = "".join(text)
-    emit({"type": "response.output_text.done", "item_id": msg_id, "output_index": 1, "content_index": 0, "text": tx, "logprobs": []})
+    emit(
+        {
+            "type": "response.output_text.done",
+            "item_id": msg_id,
+            "output_index": 1,
+            "content_index": 0,
+            "text": tx,
+            "logprobs": [],
+        }
+    )
     part = {"type": "output_text", "annotations": [], "logprobs": [], "text": tx}
     emit({"type": "response.content_part.done", "item_id": msg_id, "output_index": 1, "content_index": 0, "part": part})
     msg_item = {"id": msg_id, "type": "message", "status": "completed", "content": [part], "role": "assistant"}
@@ -339,18 +554,47 @@ def responses_stream(n: int, seed: int = 0, model: str = "gpt-5.5-2026-04-23") -
             {
                 "type": "response.output_item.added",
                 "output_index": 2 + i,
-                "item": {"id": item_id, "type": "function_call", "status": "in_progress", "arguments": "", "call_id": call_id, "name": name},
+                "item": {
+                    "id": item_id,
+                    "type": "function_call",
+                    "status": "in_progress",
+                    "arguments": "",
+                    "call_id": call_id,
+                    "name": name,
+                },
             }
         )
     frags = [_args_fragments(rng, p.tool_a, TOOL_A), _args_fragments(rng, p.tool_b, TOOL_B)]
     tagged = _interleave([(0, f) for f in frags[0]], [(1, f) for f in frags[1]])
     for i, f in tagged:
-        emit({"type": "response.function_call_arguments.delta", "item_id": fc[i][0], "output_index": 2 + i, "delta": f, "obfuscation": "g1Ne32Jx8rlULp"})
+        emit(
+            {
+                "type": "response.function_call_arguments.delta",
+                "item_id": fc[i][0],
+                "output_index": 2 + i,
+                "delta": f,
+                "obfuscation": "g1Ne32Jx8rlULp",
+            }
+        )
     fc_items = []
     for i, (item_id, call_id, name) in enumerate(fc):
         args = "".join(frags[i])
-        emit({"type": "response.function_call_arguments.done", "item_id": item_id, "output_index": 2 + i, "arguments": args})
-        item = {"id": item_id, "type": "function_call", "status": "completed", "arguments": args, "call_id": call_id, "name": name}
+        emit(
+            {
+                "type": "response.function_call_arguments.done",
+                "item_id": item_id,
+                "output_index": 2 + i,
+                "arguments": args,
+            }
+        )
+        item = {
+            "id": item_id,
+            "type": "function_call",
+            "status": "completed",
+            "arguments": args,
+            "call_id": call_id,
+            "name": name,
+        }
         fc_items.append(item)
         emit({"type": "response.output_item.done", "output_index": 2 + i, "item": item})
     usage = {
@@ -360,7 +604,12 @@ def responses_stream(n: int, seed: int = 0, model: str = "gpt-5.5-2026-04-23") -
         "output_tokens_details": {"reasoning_tokens": p.thinking},
         "total_tokens": 75386 + n,
     }
-    emit({"type": "response.completed", "response": _response_obj(model, "completed", [rs_item, msg_item, *fc_items], usage)})
+    emit(
+        {
+            "type": "response.completed",
+            "response": _response_obj(model, "completed", [rs_item, msg_item, *fc_items], usage),
+        }
+    )
     return out
 
 
@@ -392,7 +641,11 @@ def output_text_bytes(events: list[bytes]) -> int:
         if t == "content_block_delta":
             d = obj["delta"]
             total += len((d.get("thinking") or d.get("text") or d.get("partial_json") or "").encode())
-        elif t in ("response.reasoning_summary_text.delta", "response.output_text.delta", "response.function_call_arguments.delta"):
+        elif t in (
+            "response.reasoning_summary_text.delta",
+            "response.output_text.delta",
+            "response.function_call_arguments.delta",
+        ):
             total += len(obj["delta"].encode())
         elif "choices" in obj:
             for c in obj["choices"]:
@@ -448,8 +701,14 @@ def small_request(client: str, model: str) -> dict:
             "max_tokens": 32000,
             "messages": [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": _USER}],
             "tools": [
-                {"type": "function", "function": {"name": TOOL_A, "description": "Runs a shell command", "parameters": _TOOL_SCHEMA_A}},
-                {"type": "function", "function": {"name": TOOL_B, "description": "Reads a file", "parameters": _TOOL_SCHEMA_B}},
+                {
+                    "type": "function",
+                    "function": {"name": TOOL_A, "description": "Runs a shell command", "parameters": _TOOL_SCHEMA_A},
+                },
+                {
+                    "type": "function",
+                    "function": {"name": TOOL_B, "description": "Reads a file", "parameters": _TOOL_SCHEMA_B},
+                },
             ],
         }
     return {
@@ -459,8 +718,20 @@ def small_request(client: str, model: str) -> dict:
         "instructions": _SYSTEM,
         "input": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": _USER}]}],
         "tools": [
-            {"type": "function", "name": TOOL_A, "description": "Runs a shell command", "parameters": _TOOL_SCHEMA_A, "strict": False},
-            {"type": "function", "name": TOOL_B, "description": "Reads a file", "parameters": _TOOL_SCHEMA_B, "strict": False},
+            {
+                "type": "function",
+                "name": TOOL_A,
+                "description": "Runs a shell command",
+                "parameters": _TOOL_SCHEMA_A,
+                "strict": False,
+            },
+            {
+                "type": "function",
+                "name": TOOL_B,
+                "description": "Reads a file",
+                "parameters": _TOOL_SCHEMA_B,
+                "strict": False,
+            },
         ],
         "reasoning": {"effort": "medium", "summary": "auto"},
         "include": ["reasoning.encrypted_content"],
@@ -506,7 +777,9 @@ def check_output(client: str, sse_bytes: bytes) -> tuple[int, str | None]:
             err = obj.get("error") or (obj.get("response") or {}).get("error") or obj
             msg = err.get("message") if isinstance(err, dict) else str(err)
             return n, f"error event: {str(msg)[:200]}"
-        if (client == ANTHROPIC and t == "message_stop") or (client == RESPONSES and t in ("response.completed", "response.incomplete")):
+        if (client == ANTHROPIC and t == "message_stop") or (
+            client == RESPONSES and t in ("response.completed", "response.incomplete")
+        ):
             terminal = True
     if not terminal:
         return n, "no terminal event"

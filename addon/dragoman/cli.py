@@ -27,7 +27,9 @@ def entry_script() -> Path:
     here = Path(__file__).resolve().parent
     script = here.parent / "dragoman.py"
     if not script.is_file():
-        raise SystemExit(f"cannot find the mitmproxy entry script {script}; install Dragoman editable (pip install -e .)")
+        raise SystemExit(
+            f"cannot find the mitmproxy entry script {script}; install Dragoman editable (pip install -e .)"
+        )
     return script
 
 
@@ -102,7 +104,9 @@ def _cmd_demo(args: argparse.Namespace, extra: list[str]) -> int:
     from dragoman.fake_upstream import FakeUpstream
 
     fake = FakeUpstream(port=args.upstream_port, scenario="text", delay=args.delay).start()
-    argv = build_mitmdump_argv(extra, target=args.target, upstream=fake.url + ("/v1" if args.target != "anthropic" else ""), port=args.port)
+    argv = build_mitmdump_argv(
+        extra, target=args.target, upstream=fake.url + ("/v1" if args.target != "anthropic" else ""), port=args.port
+    )
     print(DEMO_HELP.format(port=args.port, up=fake.url, py=sys.executable), flush=True)
     proc = subprocess.Popen(argv)
     try:
@@ -125,7 +129,9 @@ def _cmd_fake(args: argparse.Namespace, extra: list[str]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m dragoman", description="Dragoman: translate LLM API traffic with mitmproxy.")
+    ap = argparse.ArgumentParser(
+        prog="python -m dragoman", description="Dragoman: translate LLM API traffic with mitmproxy."
+    )
     sub = ap.add_subparsers(dest="cmd", required=True)
     run = sub.add_parser("run", help="start mitmdump with the Dragoman addon (unknown arguments go to mitmdump)")
     run.add_argument("--target", choices=PROTOCOLS, help="sets dragoman_target")
@@ -137,7 +143,9 @@ def main(argv: list[str] | None = None) -> int:
     demo = sub.add_parser("demo", help="offline demo: fake upstream + mitmdump (no key needed)")
     demo.add_argument("--port", type=int, default=8080, help="mitmdump port (default 8080)")
     demo.add_argument("--upstream-port", type=int, default=8765, help="fake upstream port (default 8765)")
-    demo.add_argument("--target", choices=PROTOCOLS, default="openai-chat", help="protocol the fake upstream is spoken in")
+    demo.add_argument(
+        "--target", choices=PROTOCOLS, default="openai-chat", help="protocol the fake upstream is spoken in"
+    )
     demo.add_argument("--delay", type=float, default=0.05, help="seconds between streamed events")
     demo.set_defaults(func=_cmd_demo)
     fake = sub.add_parser("fake-upstream", help="run the fake upstream alone (see --help after it)", add_help=False)

@@ -110,7 +110,12 @@ def _anthropic_error(kind: str, message: str) -> dict:
 def anthropic_reply(scenario: str, model: str, stream: bool) -> Reply:
     if scenario == "error429":
         return Reply(429, {"retry-after": "7"}, _anthropic_error("rate_limit_error", ERROR_429_MESSAGE))
-    usage = {"input_tokens": USAGE_IN, "output_tokens": USAGE_OUT, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}
+    usage = {
+        "input_tokens": USAGE_IN,
+        "output_tokens": USAGE_OUT,
+        "cache_read_input_tokens": 0,
+        "cache_creation_input_tokens": 0,
+    }
     blocks: list[dict] = []
     if scenario == "thinking":
         blocks.append({"type": "thinking", "thinking": THINKING, "signature": SIGNATURE})
@@ -147,20 +152,75 @@ def anthropic_reply(scenario: str, model: str, stream: bool) -> Reply:
     reply = Reply()
     for i, b in enumerate(blocks):
         if b["type"] == "thinking":
-            ev.append(_sse({"type": "content_block_start", "index": i, "content_block": {"type": "thinking", "thinking": "", "signature": ""}}, "content_block_start"))
+            ev.append(
+                _sse(
+                    {
+                        "type": "content_block_start",
+                        "index": i,
+                        "content_block": {"type": "thinking", "thinking": "", "signature": ""},
+                    },
+                    "content_block_start",
+                )
+            )
             for piece in THINKING_PIECES:
-                ev.append(_sse({"type": "content_block_delta", "index": i, "delta": {"type": "thinking_delta", "thinking": piece}}, "content_block_delta"))
-            ev.append(_sse({"type": "content_block_delta", "index": i, "delta": {"type": "signature_delta", "signature": SIGNATURE}}, "content_block_delta"))
+                ev.append(
+                    _sse(
+                        {
+                            "type": "content_block_delta",
+                            "index": i,
+                            "delta": {"type": "thinking_delta", "thinking": piece},
+                        },
+                        "content_block_delta",
+                    )
+                )
+            ev.append(
+                _sse(
+                    {
+                        "type": "content_block_delta",
+                        "index": i,
+                        "delta": {"type": "signature_delta", "signature": SIGNATURE},
+                    },
+                    "content_block_delta",
+                )
+            )
         elif b["type"] == "tool_use":
-            ev.append(_sse({"type": "content_block_start", "index": i, "content_block": {"type": "tool_use", "id": b["id"], "name": b["name"], "input": {}}}, "content_block_start"))
+            ev.append(
+                _sse(
+                    {
+                        "type": "content_block_start",
+                        "index": i,
+                        "content_block": {"type": "tool_use", "id": b["id"], "name": b["name"], "input": {}},
+                    },
+                    "content_block_start",
+                )
+            )
             for frag in TOOL_CALLS[i][2]:
-                ev.append(_sse({"type": "content_block_delta", "index": i, "delta": {"type": "input_json_delta", "partial_json": frag}}, "content_block_delta"))
+                ev.append(
+                    _sse(
+                        {
+                            "type": "content_block_delta",
+                            "index": i,
+                            "delta": {"type": "input_json_delta", "partial_json": frag},
+                        },
+                        "content_block_delta",
+                    )
+                )
         else:
-            ev.append(_sse({"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}}, "content_block_start"))
+            ev.append(
+                _sse(
+                    {"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}},
+                    "content_block_start",
+                )
+            )
             if i == 0:
                 ev.append(_sse({"type": "ping"}, "ping"))
             for n, piece in enumerate(TEXT_PIECES):
-                ev.append(_sse({"type": "content_block_delta", "index": i, "delta": {"type": "text_delta", "text": piece}}, "content_block_delta"))
+                ev.append(
+                    _sse(
+                        {"type": "content_block_delta", "index": i, "delta": {"type": "text_delta", "text": piece}},
+                        "content_block_delta",
+                    )
+                )
                 if n == 0:
                     _mark(reply, scenario, len(ev) - 1)
                 if n == 1 and scenario == "midstream_error":
@@ -168,7 +228,16 @@ def anthropic_reply(scenario: str, model: str, stream: bool) -> Reply:
                     reply.events = ev
                     return reply
         ev.append(_sse({"type": "content_block_stop", "index": i}, "content_block_stop"))
-    ev.append(_sse({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None}, "usage": {"output_tokens": USAGE_OUT}}, "message_delta"))
+    ev.append(
+        _sse(
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": stop, "stop_sequence": None},
+                "usage": {"output_tokens": USAGE_OUT},
+            },
+            "message_delta",
+        )
+    )
     ev.append(_sse({"type": "message_stop"}, "message_stop"))
     reply.events = ev
     return reply
@@ -206,7 +275,8 @@ def chat_reply(scenario: str, model: str, stream: bool, include_usage: bool) -> 
             message["reasoning_content"] = THINKING
         if scenario == "tools":
             message["tool_calls"] = [
-                {"id": cid, "type": "function", "function": {"name": name, "arguments": "".join(frags)}} for cid, name, frags in TOOL_CALLS
+                {"id": cid, "type": "function", "function": {"name": name, "arguments": "".join(frags)}}
+                for cid, name, frags in TOOL_CALLS
             ]
         body = {
             "id": "chatcmpl-fake1",
@@ -236,7 +306,15 @@ def chat_reply(scenario: str, model: str, stream: bool, include_usage: bool) -> 
             ev.append(chunk({"reasoning_content": piece}))
     if scenario == "tools":
         for i, (cid, name, _frags) in enumerate(TOOL_CALLS):
-            ev.append(chunk({"tool_calls": [{"index": i, "id": cid, "type": "function", "function": {"name": name, "arguments": ""}}]}))
+            ev.append(
+                chunk(
+                    {
+                        "tool_calls": [
+                            {"index": i, "id": cid, "type": "function", "function": {"name": name, "arguments": ""}}
+                        ]
+                    }
+                )
+            )
         # interleave the two calls' argument fragments: 0, 1, 0, 1, ...
         for n in range(max(len(f) for _, _, f in TOOL_CALLS)):
             for i, (_cid, _name, frags) in enumerate(TOOL_CALLS):
@@ -296,7 +374,14 @@ def responses_reply(scenario: str, model: str, stream: bool) -> Reply:
     if scenario == "tools":
         for n, (cid, name, frags) in enumerate(TOOL_CALLS):
             items.append(
-                {"id": f"fc_fake_{n}", "type": "function_call", "status": "completed", "call_id": cid, "name": name, "arguments": "".join(frags)}
+                {
+                    "id": f"fc_fake_{n}",
+                    "type": "function_call",
+                    "status": "completed",
+                    "call_id": cid,
+                    "name": name,
+                    "arguments": "".join(frags),
+                }
             )
     else:
         items.append(
@@ -342,12 +427,42 @@ def responses_reply(scenario: str, model: str, stream: bool) -> Reply:
     emit({"type": "response.in_progress", "response": response_obj("in_progress", [], False)})
     for oi, item in enumerate(items):
         if item["type"] == "reasoning":
-            emit({"type": "response.output_item.added", "output_index": oi, "item": {"id": item["id"], "type": "reasoning", "summary": []}})
+            emit(
+                {
+                    "type": "response.output_item.added",
+                    "output_index": oi,
+                    "item": {"id": item["id"], "type": "reasoning", "summary": []},
+                }
+            )
             part = {"type": "summary_text", "text": ""}
-            emit({"type": "response.reasoning_summary_part.added", "item_id": item["id"], "output_index": oi, "summary_index": 0, "part": part})
+            emit(
+                {
+                    "type": "response.reasoning_summary_part.added",
+                    "item_id": item["id"],
+                    "output_index": oi,
+                    "summary_index": 0,
+                    "part": part,
+                }
+            )
             for piece in THINKING_PIECES:
-                emit({"type": "response.reasoning_summary_text.delta", "item_id": item["id"], "output_index": oi, "summary_index": 0, "delta": piece})
-            emit({"type": "response.reasoning_summary_text.done", "item_id": item["id"], "output_index": oi, "summary_index": 0, "text": THINKING})
+                emit(
+                    {
+                        "type": "response.reasoning_summary_text.delta",
+                        "item_id": item["id"],
+                        "output_index": oi,
+                        "summary_index": 0,
+                        "delta": piece,
+                    }
+                )
+            emit(
+                {
+                    "type": "response.reasoning_summary_text.done",
+                    "item_id": item["id"],
+                    "output_index": oi,
+                    "summary_index": 0,
+                    "text": THINKING,
+                }
+            )
             emit(
                 {
                     "type": "response.reasoning_summary_part.done",
@@ -359,7 +474,13 @@ def responses_reply(scenario: str, model: str, stream: bool) -> Reply:
             )
             emit({"type": "response.output_item.done", "output_index": oi, "item": item})
         elif item["type"] == "message":
-            emit({"type": "response.output_item.added", "output_index": oi, "item": {**item, "status": "in_progress", "content": []}})
+            emit(
+                {
+                    "type": "response.output_item.added",
+                    "output_index": oi,
+                    "item": {**item, "status": "in_progress", "content": []},
+                }
+            )
             emit(
                 {
                     "type": "response.content_part.added",
@@ -370,14 +491,32 @@ def responses_reply(scenario: str, model: str, stream: bool) -> Reply:
                 }
             )
             for n, piece in enumerate(TEXT_PIECES):
-                emit({"type": "response.output_text.delta", "item_id": item["id"], "output_index": oi, "content_index": 0, "delta": piece, "logprobs": []})
+                emit(
+                    {
+                        "type": "response.output_text.delta",
+                        "item_id": item["id"],
+                        "output_index": oi,
+                        "content_index": 0,
+                        "delta": piece,
+                        "logprobs": [],
+                    }
+                )
                 if n == 0:
                     _mark(reply, scenario, len(ev) - 1)
                 if n == 1 and scenario == "midstream_error":
                     emit({"type": "error", "code": "server_error", "message": MIDSTREAM_ERROR_MESSAGE, "param": None})
                     reply.events = ev
                     return reply
-            emit({"type": "response.output_text.done", "item_id": item["id"], "output_index": oi, "content_index": 0, "text": TEXT, "logprobs": []})
+            emit(
+                {
+                    "type": "response.output_text.done",
+                    "item_id": item["id"],
+                    "output_index": oi,
+                    "content_index": 0,
+                    "text": TEXT,
+                    "logprobs": [],
+                }
+            )
             emit(
                 {
                     "type": "response.content_part.done",
@@ -391,15 +530,35 @@ def responses_reply(scenario: str, model: str, stream: bool) -> Reply:
     if scenario == "tools":
         fcs = [(oi, it) for oi, it in enumerate(items) if it["type"] == "function_call"]
         for oi, it in fcs:
-            emit({"type": "response.output_item.added", "output_index": oi, "item": {**it, "status": "in_progress", "arguments": ""}})
+            emit(
+                {
+                    "type": "response.output_item.added",
+                    "output_index": oi,
+                    "item": {**it, "status": "in_progress", "arguments": ""},
+                }
+            )
         # interleave the argument deltas of the two calls
         for n in range(max(len(f) for _, _, f in TOOL_CALLS)):
             for k, (oi, it) in enumerate(fcs):
                 frags = TOOL_CALLS[k][2]
                 if n < len(frags):
-                    emit({"type": "response.function_call_arguments.delta", "item_id": it["id"], "output_index": oi, "delta": frags[n]})
+                    emit(
+                        {
+                            "type": "response.function_call_arguments.delta",
+                            "item_id": it["id"],
+                            "output_index": oi,
+                            "delta": frags[n],
+                        }
+                    )
         for oi, it in fcs:
-            emit({"type": "response.function_call_arguments.done", "item_id": it["id"], "output_index": oi, "arguments": it["arguments"]})
+            emit(
+                {
+                    "type": "response.function_call_arguments.done",
+                    "item_id": it["id"],
+                    "output_index": oi,
+                    "arguments": it["arguments"],
+                }
+            )
             emit({"type": "response.output_item.done", "output_index": oi, "item": it})
     emit({"type": "response.completed", "response": response_obj("completed", items, True)})
     reply.events = ev
@@ -435,7 +594,10 @@ class _Handler(BaseHTTPRequestHandler):
             fake.requests.append(RecordedRequest("POST", self.path, headers, body, raw))
         proto = detect_protocol(self.path)
         if proto is None or not isinstance(body, dict):
-            self._send_json(404 if proto is None else 400, {"error": {"message": "fake upstream: unknown path or bad body", "type": "invalid_request_error"}})
+            self._send_json(
+                404 if proto is None else 400,
+                {"error": {"message": "fake upstream: unknown path or bad body", "type": "invalid_request_error"}},
+            )
             return
         model = str(body.get("model") or "fake-model")
         scenario = headers.get("x-fake-scenario") or (model if model in SCENARIOS else fake.scenario)
@@ -498,11 +660,17 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     fake: FakeUpstream
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # a client that hangs up mid-stream is normal here (tests, curl | head): no traceback on stderr
+        logger.debug("fake upstream: connection from %s ended with an error", client_address, exc_info=True)
+
 
 class FakeUpstream:
     """``with FakeUpstream() as up: up.url`` runs the server in a daemon thread on 127.0.0.1."""
 
-    def __init__(self, port: int = 0, scenario: str = "text", stall: float = 2.0, delay: float = 0.0, host: str = "127.0.0.1") -> None:
+    def __init__(
+        self, port: int = 0, scenario: str = "text", stall: float = 2.0, delay: float = 0.0, host: str = "127.0.0.1"
+    ) -> None:
         if scenario not in SCENARIOS:
             raise ValueError(f"unknown scenario {scenario!r}; choose one of {', '.join(SCENARIOS)}")
         self.scenario = scenario
@@ -542,10 +710,16 @@ class FakeUpstream:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="dragoman fake-upstream", description="Run the scriptable fake LLM upstream on 127.0.0.1.")
+    ap = argparse.ArgumentParser(
+        prog="dragoman fake-upstream", description="Run the scriptable fake LLM upstream on 127.0.0.1."
+    )
     ap.add_argument("--port", type=int, default=8765, help="port to listen on (0: any free port); default 8765")
-    ap.add_argument("--scenario", default="text", choices=SCENARIOS, help="default scenario (header x-fake-scenario overrides)")
-    ap.add_argument("--stall", type=float, default=2.0, help="seconds the 'stall' scenario pauses after its first text delta")
+    ap.add_argument(
+        "--scenario", default="text", choices=SCENARIOS, help="default scenario (header x-fake-scenario overrides)"
+    )
+    ap.add_argument(
+        "--stall", type=float, default=2.0, help="seconds the 'stall' scenario pauses after its first text delta"
+    )
     ap.add_argument("--delay", type=float, default=0.05, help="seconds between streamed events (default 0.05)")
     args = ap.parse_args(argv)
     fake = FakeUpstream(port=args.port, scenario=args.scenario, stall=args.stall, delay=args.delay)

@@ -175,7 +175,9 @@ def sdk_worker():
     py = client_python()
     r = subprocess.run([py, "-c", "import anthropic, openai"], capture_output=True, text=True)
     if r.returncode != 0:
-        pytest.skip(f"the SDK client interpreter {py} lacks the anthropic/openai SDKs; set DRAGOMAN_CLIENT_PYTHON (see Makefile)")
+        pytest.skip(
+            f"the SDK client interpreter {py} lacks the anthropic/openai SDKs; set DRAGOMAN_CLIENT_PYTHON (see Makefile)"
+        )
     worker = ClientWorker(py)
     yield worker
     worker.stop()
@@ -189,7 +191,14 @@ def run_client(sdk_worker, request):
     def run(proxy: Proxy, fake: FakeUpstream, sdk: str, mode: str, scenario: str, **extra) -> tuple[dict, object]:
         shown.append(proxy)
         test_id = uuid.uuid4().hex
-        sc = {"sdk": sdk, "base_url": proxy.base_url(sdk), "mode": mode, "scenario": scenario, "test_id": test_id, **extra}
+        sc = {
+            "sdk": sdk,
+            "base_url": proxy.base_url(sdk),
+            "mode": mode,
+            "scenario": scenario,
+            "test_id": test_id,
+            **extra,
+        }
         result = sdk_worker.call(sc)
         seen = [q for q in fake.requests if q.headers.get("x-test-id") == test_id]
         return result, (seen[-1] if seen else None)

@@ -21,8 +21,20 @@ import sys
 import time
 
 TOOLS = [
-    ("get_weather", "Weather for a city", {"type": "object", "properties": {"city": {"type": "string"}, "unit": {"type": "string"}}, "required": ["city"]}),
-    ("get_time", "Time in a time zone", {"type": "object", "properties": {"tz": {"type": "string"}}, "required": ["tz"]}),
+    (
+        "get_weather",
+        "Weather for a city",
+        {
+            "type": "object",
+            "properties": {"city": {"type": "string"}, "unit": {"type": "string"}},
+            "required": ["city"],
+        },
+    ),
+    (
+        "get_time",
+        "Time in a time zone",
+        {"type": "object", "properties": {"tz": {"type": "string"}}, "required": ["tz"]},
+    ),
 ]
 PROMPT = "Say hello."
 
@@ -44,9 +56,17 @@ def run_anthropic(sc: dict, timer: Timer) -> dict:
     import anthropic
 
     client = anthropic.Anthropic(
-        base_url=sc["base_url"], api_key=sc.get("api_key", "test-client-key"), max_retries=0, timeout=30, default_headers=sc["headers"]
+        base_url=sc["base_url"],
+        api_key=sc.get("api_key", "test-client-key"),
+        max_retries=0,
+        timeout=30,
+        default_headers=sc["headers"],
     )
-    kwargs: dict = {"model": sc.get("model", "claude-test"), "max_tokens": 256, "messages": [{"role": "user", "content": PROMPT}]}
+    kwargs: dict = {
+        "model": sc.get("model", "claude-test"),
+        "max_tokens": 256,
+        "messages": [{"role": "user", "content": PROMPT}],
+    }
     if sc["scenario"] == "tools":
         kwargs["tools"] = [{"name": n, "description": d, "input_schema": s} for n, d, s in TOOLS]
     if sc["scenario"] == "thinking":
@@ -60,7 +80,15 @@ def run_anthropic(sc: dict, timer: Timer) -> dict:
                 if ev.type == "content_block_delta" and ev.delta.type == "text_delta":
                     timer.delta()
             msg = stream.get_final_message()
-    out: dict = {"ok": True, "text": "", "thinking": "", "signature": None, "tool_calls": [], "stop": msg.stop_reason, "model": msg.model}
+    out: dict = {
+        "ok": True,
+        "text": "",
+        "thinking": "",
+        "signature": None,
+        "tool_calls": [],
+        "stop": msg.stop_reason,
+        "model": msg.model,
+    }
     for block in msg.content:
         if block.type == "text":
             out["text"] += block.text
@@ -77,21 +105,41 @@ def run_chat(sc: dict, timer: Timer) -> dict:
     import openai
 
     client = openai.OpenAI(
-        base_url=sc["base_url"], api_key=sc.get("api_key", "test-client-key"), max_retries=0, timeout=30, default_headers=sc["headers"]
+        base_url=sc["base_url"],
+        api_key=sc.get("api_key", "test-client-key"),
+        max_retries=0,
+        timeout=30,
+        default_headers=sc["headers"],
     )
-    kwargs: dict = {"model": sc.get("model", "gpt-test"), "messages": [{"role": "user", "content": PROMPT}], "max_tokens": 256}
+    kwargs: dict = {
+        "model": sc.get("model", "gpt-test"),
+        "messages": [{"role": "user", "content": PROMPT}],
+        "max_tokens": 256,
+    }
     if sc["scenario"] == "tools":
-        kwargs["tools"] = [{"type": "function", "function": {"name": n, "description": d, "parameters": s}} for n, d, s in TOOLS]
+        kwargs["tools"] = [
+            {"type": "function", "function": {"name": n, "description": d, "parameters": s}} for n, d, s in TOOLS
+        ]
     if sc["scenario"] == "thinking":
         kwargs["reasoning_effort"] = "low"
-    out: dict = {"ok": True, "text": "", "thinking": "", "signature": None, "tool_calls": [], "stop": None, "model": None}
+    out: dict = {
+        "ok": True,
+        "text": "",
+        "thinking": "",
+        "signature": None,
+        "tool_calls": [],
+        "stop": None,
+        "model": None,
+    }
     if sc["mode"] == "create":
         resp = client.chat.completions.create(**kwargs)
         msg = resp.choices[0].message
         out["text"] = msg.content or ""
         out["thinking"] = (msg.model_extra or {}).get("reasoning_content") or ""
         for tc in msg.tool_calls or []:
-            out["tool_calls"].append({"id": tc.id, "name": tc.function.name, "arguments": json.loads(tc.function.arguments)})
+            out["tool_calls"].append(
+                {"id": tc.id, "name": tc.function.name, "arguments": json.loads(tc.function.arguments)}
+            )
         out["stop"] = resp.choices[0].finish_reason
         out["model"] = resp.model
         return out
@@ -127,11 +175,17 @@ def run_responses(sc: dict, timer: Timer) -> dict:
     import openai
 
     client = openai.OpenAI(
-        base_url=sc["base_url"], api_key=sc.get("api_key", "test-client-key"), max_retries=0, timeout=30, default_headers=sc["headers"]
+        base_url=sc["base_url"],
+        api_key=sc.get("api_key", "test-client-key"),
+        max_retries=0,
+        timeout=30,
+        default_headers=sc["headers"],
     )
     kwargs: dict = {"model": sc.get("model", "gpt-test"), "input": PROMPT, "max_output_tokens": 256}
     if sc["scenario"] == "tools":
-        kwargs["tools"] = [{"type": "function", "name": n, "description": d, "parameters": s, "strict": False} for n, d, s in TOOLS]
+        kwargs["tools"] = [
+            {"type": "function", "name": n, "description": d, "parameters": s, "strict": False} for n, d, s in TOOLS
+        ]
     if sc["scenario"] == "thinking":
         kwargs["reasoning"] = {"effort": "low", "summary": "auto"}
     if sc["mode"] == "create":
@@ -145,9 +199,22 @@ def run_responses(sc: dict, timer: Timer) -> dict:
                     return {"ok": False, "error_type": "error-event", "status": None, "message": ev.message}
                 elif ev.type == "response.failed":
                     err = ev.response.error
-                    return {"ok": False, "error_type": "response.failed", "status": None, "message": err.message if err else ""}
+                    return {
+                        "ok": False,
+                        "error_type": "response.failed",
+                        "status": None,
+                        "message": err.message if err else "",
+                    }
             resp = stream.get_final_response()
-    out: dict = {"ok": True, "text": "", "thinking": "", "signature": None, "tool_calls": [], "stop": resp.status, "model": resp.model}
+    out: dict = {
+        "ok": True,
+        "text": "",
+        "thinking": "",
+        "signature": None,
+        "tool_calls": [],
+        "stop": resp.status,
+        "model": resp.model,
+    }
     for item in resp.output:
         if item.type == "message":
             for part in item.content:
@@ -157,7 +224,9 @@ def run_responses(sc: dict, timer: Timer) -> dict:
             out["thinking"] += "".join(s.text for s in item.summary or [])
             out["signature"] = item.encrypted_content
         elif item.type == "function_call":
-            out["tool_calls"].append({"id": item.call_id, "name": item.name, "arguments": json.loads(item.arguments or "{}")})
+            out["tool_calls"].append(
+                {"id": item.call_id, "name": item.name, "arguments": json.loads(item.arguments or "{}")}
+            )
     return out
 
 

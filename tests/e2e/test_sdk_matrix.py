@@ -31,7 +31,11 @@ DIRECTIONS = [
 IDENTITY = [("anthropic", "anthropic"), ("openai-chat", "openai-chat"), ("openai-responses", "openai-responses")]
 
 EXPECTED_TOOLS = [("get_weather", {"city": "Paris", "unit": "c"}), ("get_time", {"tz": "Asia/Tokyo"})]
-UPSTREAM_PATHS = {"anthropic": "/v1/messages", "openai-chat": "/v1/chat/completions", "openai-responses": "/v1/responses"}
+UPSTREAM_PATHS = {
+    "anthropic": "/v1/messages",
+    "openai-chat": "/v1/chat/completions",
+    "openai-responses": "/v1/responses",
+}
 OK_STOP = {"anthropic": "end_turn", "openai-chat": "stop", "openai-responses": "completed"}
 TOOL_STOP = {"anthropic": "tool_use", "openai-chat": "tool_calls", "openai-responses": "completed"}
 

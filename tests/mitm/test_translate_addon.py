@@ -31,7 +31,13 @@ BODIES = {
 }
 
 
-def make_flow(client: str, body: bytes | dict | None = None, headers: dict | None = None, host: str = "client.example", stream: bool = False):
+def make_flow(
+    client: str,
+    body: bytes | dict | None = None,
+    headers: dict | None = None,
+    host: str = "client.example",
+    stream: bool = False,
+):
     if body is None:
         body = dict(BODIES[client])
         if stream:
@@ -161,7 +167,12 @@ def test_off_by_default_passes_everything(tctx, addon):
 
 
 def test_translated_request_url_headers_body(tctx, addon):
-    tctx.configure(addon, dragoman_target="openai-chat", dragoman_upstream="https://api.openai.com/v1", dragoman_model_map=["claude-*=gpt-4o"])
+    tctx.configure(
+        addon,
+        dragoman_target="openai-chat",
+        dragoman_upstream="https://api.openai.com/v1",
+        dragoman_model_map=["claude-*=gpt-4o"],
+    )
     f = make_flow("anthropic", headers={"anthropic-beta": "x", "accept-encoding": "gzip, br", "cookie": "c=1"})
     addon.request(f)
     r = f.request
@@ -197,7 +208,9 @@ def test_openai_client_to_anthropic_target_sets_version_and_key(tctx, addon):
 
 
 def test_option_key_replaces_client_secrets(tctx, addon):
-    tctx.configure(addon, dragoman_target="openai-chat", dragoman_upstream="http://localhost:11434/v1", dragoman_api_key=OPTION_KEY)
+    tctx.configure(
+        addon, dragoman_target="openai-chat", dragoman_upstream="http://localhost:11434/v1", dragoman_api_key=OPTION_KEY
+    )
     f = make_flow("anthropic", headers={"cookie": "session=abc", "authorization": f"Bearer {CLIENT_KEY}"})
     addon.request(f)
     r = f.request
@@ -238,9 +251,15 @@ def test_identity_without_upstream_leaves_url(tctx, addon):
 
 def test_identity_model_map_changes_only_the_model(tctx, addon):
     tctx.configure(addon, dragoman_target="openai-chat", dragoman_model_map=["gpt-x=gpt-y"])
-    f = make_flow("openai-chat", body={"model": "gpt-x", "messages": [{"role": "user", "content": "hi"}], "weird": {"a": 1}})
+    f = make_flow(
+        "openai-chat", body={"model": "gpt-x", "messages": [{"role": "user", "content": "hi"}], "weird": {"a": 1}}
+    )
     addon.request(f)
-    assert json.loads(f.request.content) == {"model": "gpt-y", "messages": [{"role": "user", "content": "hi"}], "weird": {"a": 1}}
+    assert json.loads(f.request.content) == {
+        "model": "gpt-y",
+        "messages": [{"role": "user", "content": "hi"}],
+        "weird": {"a": 1},
+    }
 
 
 @pytest.mark.parametrize(
@@ -264,7 +283,12 @@ def test_guards(tctx, addon, mutate):
 
 
 def test_match_filter(tctx, addon):
-    tctx.configure(addon, dragoman_target="openai-chat", dragoman_upstream="https://api.openai.com/v1", dragoman_match="~d only.example")
+    tctx.configure(
+        addon,
+        dragoman_target="openai-chat",
+        dragoman_upstream="https://api.openai.com/v1",
+        dragoman_match="~d only.example",
+    )
     f = make_flow("anthropic", host="client.example")
     addon.request(f)
     assert f.request.host == "client.example"
@@ -277,7 +301,9 @@ def test_match_filter(tctx, addon):
 
 
 @pytest.mark.parametrize("client", ["anthropic", "openai-chat", "openai-responses"])
-@pytest.mark.parametrize("body", [b"{not json", b"[1, 2]", b'{"model": 5}'], ids=["bad-json", "not-object", "bad-types"])
+@pytest.mark.parametrize(
+    "body", [b"{not json", b"[1, 2]", b'{"model": 5}'], ids=["bad-json", "not-object", "bad-types"]
+)
 def test_invalid_client_body_gets_400_in_client_shape(tctx, addon, client, body):
     target = "openai-chat" if client == "anthropic" else "anthropic"
     tctx.configure(addon, dragoman_target=target, dragoman_upstream="https://upstream.example")
@@ -427,7 +453,9 @@ def finish(tctx, addon, client, target, status, body, headers=None, stream=False
     tctx.configure(addon, dragoman_target=target, dragoman_upstream="http://127.0.0.1:1/v1")
     f = make_flow(client, stream=stream)
     addon.request(f)
-    f.response = http.Response.make(status, json.dumps(body).encode(), {"content-type": "application/json", **(headers or {})})
+    f.response = http.Response.make(
+        status, json.dumps(body).encode(), {"content-type": "application/json", **(headers or {})}
+    )
     addon.responseheaders(f)
     addon.response(f)
     assert f.id not in addon.flows
@@ -468,7 +496,9 @@ def test_upstream_error_keeps_status_message_retry_after(tctx, addon, client, ta
 
 
 def test_error_in_200_body_becomes_error(tctx, addon):
-    f = finish(tctx, addon, "anthropic", "openai-chat", 200, {"error": {"message": "quota gone", "type": "insufficient_quota"}})
+    f = finish(
+        tctx, addon, "anthropic", "openai-chat", 200, {"error": {"message": "quota gone", "type": "insufficient_quota"}}
+    )
     assert f.response.status_code >= 400
     err = json.loads(f.response.content)
     assert err["type"] == "error" and err["error"]["message"] == "quota gone"
@@ -510,7 +540,11 @@ def test_dropped_fields_logged_once_by_name(tctx, addon, caplog):
     body["top_k"] = 5
     f = make_flow("anthropic", body=body)
     addon.request(f)
-    f.response = http.Response.make(200, json.dumps(fu.chat_reply("text", "gpt-x", False, False).json_body).encode(), {"content-type": "application/json"})
+    f.response = http.Response.make(
+        200,
+        json.dumps(fu.chat_reply("text", "gpt-x", False, False).json_body).encode(),
+        {"content-type": "application/json"},
+    )
     addon.response(f)
     dropped = [r for r in caplog.records if "dropped" in r.getMessage()]
     info = [r for r in caplog.records if r.levelno == logging.INFO and "anthropic -> openai-chat" in r.getMessage()]
@@ -545,7 +579,12 @@ def test_no_api_key_in_logs_at_any_level(addon, monkeypatch):
     try:
         with taddons.context(addon) as tctx:
             for key in (OPTION_KEY, "env:DRAGOMAN_TEST_KEY", ""):
-                tctx.configure(addon, dragoman_target="openai-chat", dragoman_upstream="http://127.0.0.1:1/v1", dragoman_api_key=key)
+                tctx.configure(
+                    addon,
+                    dragoman_target="openai-chat",
+                    dragoman_upstream="http://127.0.0.1:1/v1",
+                    dragoman_api_key=key,
+                )
                 for client in ("anthropic", "openai-chat", "openai-responses"):
                     # good request, bad request, streamed answer, error answer, connection error
                     f = make_flow(client, stream=True)
@@ -560,7 +599,9 @@ def test_no_api_key_in_logs_at_any_level(addon, monkeypatch):
                     addon.request(g)
                     h = make_flow(client)
                     addon.request(h)
-                    h.response = http.Response.make(401, b'{"error": {"message": "bad key"}}', {"content-type": "application/json"})
+                    h.response = http.Response.make(
+                        401, b'{"error": {"message": "bad key"}}', {"content-type": "application/json"}
+                    )
                     addon.response(h)
             with pytest.raises(exceptions.OptionsError):
                 tctx.configure(addon, dragoman_api_key="env:DRAGOMAN_TEST_SURELY_MISSING")

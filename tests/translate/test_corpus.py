@@ -15,18 +15,15 @@ token counts ask for).
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 
 import pytest
+
 from conftest import chunkings
 from conftest import run_stream
 from corpus_loader import Sample
 from corpus_loader import samples
-from validators import Summary
-from validators import anthropic as va
-from validators import chat as vc
-from validators import responses as vr
-
 from dragoman.ir.request import Request
 from dragoman.protocols import Protocol
 from dragoman.protocols import get_codec
@@ -35,6 +32,10 @@ from dragoman.translate.plan import Plan
 from dragoman.translate.response import translate_error
 from dragoman.translate.response import translate_response
 from dragoman.translate.stream import StreamTranslator
+from validators import Summary
+from validators import anthropic as va
+from validators import chat as vc
+from validators import responses as vr
 
 P = {"anthropic": Protocol.ANTHROPIC_MESSAGES, "openai-chat": Protocol.OPENAI_CHAT, "openai-responses": Protocol.OPENAI_RESPONSES}
 SHORT = {Protocol.ANTHROPIC_MESSAGES: "anthropic", Protocol.OPENAI_CHAT: "chat", Protocol.OPENAI_RESPONSES: "responses"}
@@ -47,6 +48,13 @@ BYTEWISE_LIMIT = 60_000
 
 #: (source sample name, target) -> reason. Only cases that genuinely cannot be translated.
 XFAIL: dict[tuple[str, str], str] = {}
+
+
+@pytest.fixture(autouse=True)
+def frozen_clock(monkeypatch):
+    """Encoders stamp ``created`` from the clock when the source has none (Anthropic); freeze it so
+    outputs of different chunkings can be compared byte for byte."""
+    monkeypatch.setattr(time, "time", lambda: 1_700_000_000.0)
 
 
 def _codec(p: Protocol):

@@ -181,8 +181,9 @@ def _collect_item(s: Summary, item: dict[str, Any], where: str, strict: bool) ->
         s.tool_calls.append(ToolCall(item["call_id"], item["name"], item["input"], "custom"))
     elif t == "reasoning":
         need(isinstance(item.get("summary"), list), f"{where}: reasoning.summary must be a list")
-        texts = [p.get("text", "") for p in item["summary"]] + [p.get("text", "") for p in item.get("content") or []]
-        s.thinking += "".join(texts)
+        # summary parts are separate paragraphs to a reader: joined with a blank line
+        texts = ["\n\n".join(p.get("text", "") for p in item["summary"]), "".join(p.get("text", "") for p in item.get("content") or [])]
+        s.thinking += "\n\n".join(t for t in texts if t)
         enc = item.get("encrypted_content")
         if enc:
             s.signatures.append(enc)

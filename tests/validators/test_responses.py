@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from corpus_loader import samples
 from validators import responses as R
 

@@ -253,7 +253,9 @@ class Translate:
         for name in sorted(getattr(ctx.options, "deferred", {}) or {}):
             if name.startswith(OPTION_PREFIX) and name not in self._warned_deferred:
                 self._warned_deferred.add(name)
-                logger.warning("unknown option %s (ignored); Dragoman's options are: %s", name, ", ".join(self._option_names()))
+                logger.warning(
+                    "unknown option %s (ignored); Dragoman's options are: %s", name, ", ".join(self._option_names())
+                )
 
     @staticmethod
     def _option_names() -> list[str]:
@@ -286,7 +288,11 @@ class Translate:
             return
         except Exception as e:  # noqa: BLE001 - a codec bug must not reach the upstream or kill the flow
             logger.exception("flow %s: request translation failed", flow.id)
-            info = ErrorInfo(kind=ErrorKind.API_ERROR, message=f"Dragoman failed to translate the request: {type(e).__name__}", status=500)
+            info = ErrorInfo(
+                kind=ErrorKind.API_ERROR,
+                message=f"Dragoman failed to translate the request: {type(e).__name__}",
+                status=500,
+            )
             self._reject(flow, plan, info)
             return
 
@@ -323,7 +329,9 @@ class Translate:
                 state.decompressor = zlib.decompressobj(zlib.MAX_WBITS | 32)
             elif encoding not in ("", "identity"):
                 # no incremental decoder for it: buffer, then translate the whole body in `response`
-                logger.info("flow %s: upstream SSE is %s-encoded; translating after the body is complete", flow.id, encoding)
+                logger.info(
+                    "flow %s: upstream SSE is %s-encoded; translating after the body is complete", flow.id, encoding
+                )
                 return
             state.translator = StreamTranslator(
                 get_codec(plan.upstream).stream_decoder(state.ctx),
@@ -353,17 +361,18 @@ class Translate:
         if state is None:
             return
         message = flow.error.msg if flow.error else "unknown error"
-        if state.translator is not None:
-            # mitmproxy gives no way to write to the client after the upstream died mid-stream: the
-            # client's response is cut off without its terminating chunk (an error for every SDK).
+        if state.translator is not None and state.started:
+            # Measured on mitmproxy 11.0.2 and 12.2.3: when the upstream dies mid-stream, the stream
+            # callable is never called with b"" and nothing more can be written; mitmproxy closes the
+            # client connection without the terminating chunk, so every SDK raises a connection error.
             logger.warning(
-                "flow %s: upstream connection failed mid-stream after %d bytes to the client (%s); the client's stream is cut off",
+                "flow %s: connection failed mid-stream after %d bytes to the client (%s); the client's stream is cut off",
                 flow.id,
                 state.sent,
                 message,
             )
         else:
-            logger.warning("flow %s: upstream connection failed (%s)", flow.id, message)
+            logger.warning("flow %s: connection failed (%s)", flow.id, message)
         flow.metadata[METADATA_KEY] = state.metadata()
         self._log_dropped(flow, state)
 
@@ -439,7 +448,9 @@ class Translate:
                 logger.exception("flow %s: stream callable failed", flow_id)
                 try:
                     out = translator.fail(
-                        ErrorInfo(kind=ErrorKind.API_ERROR, message=f"Dragoman stream failure: {type(e).__name__}", status=500)
+                        ErrorInfo(
+                            kind=ErrorKind.API_ERROR, message=f"Dragoman stream failure: {type(e).__name__}", status=500
+                        )
                     )
                 except Exception:  # noqa: BLE001
                     out = b""
@@ -457,7 +468,9 @@ class Translate:
         body = resp.get_content(strict=False) or b""
         status = resp.status_code
         headers = {k.lower(): v for k, v in resp.headers.items()}
-        content_type = "text/event-stream" if headers.get("content-type", "").lower().startswith("text/event-stream") else JSON_CT
+        content_type = (
+            "text/event-stream" if headers.get("content-type", "").lower().startswith("text/event-stream") else JSON_CT
+        )
         try:
             if not 200 <= status < 300:
                 status, out, _info = translate_error(status, body, plan, headers)
@@ -481,7 +494,11 @@ class Translate:
             status, out, content_type = info.http_status, error_body(info, plan.client), JSON_CT
         except Exception as e:  # noqa: BLE001
             logger.exception("flow %s: response translation failed", flow.id)
-            info = ErrorInfo(kind=ErrorKind.API_ERROR, message=f"Dragoman failed to translate the response: {type(e).__name__}", status=502)
+            info = ErrorInfo(
+                kind=ErrorKind.API_ERROR,
+                message=f"Dragoman failed to translate the response: {type(e).__name__}",
+                status=502,
+            )
             status, out, content_type = 502, error_body(info, plan.client), JSON_CT
         if status != resp.status_code:
             resp.status_code = status
@@ -493,11 +510,29 @@ class Translate:
 
     def _log_done(self, flow: http.HTTPFlow, state: FlowState, status: int) -> None:
         plan = state.plan
-        model = state.client_model if state.client_model == state.upstream_model else f"{state.client_model} -> {state.upstream_model}"
-        how = "stream" if state.translator is not None else ("stream requested, JSON answered" if state.stream else "json")
-        logger.info("flow %s: %s -> %s, model %s, status %d, %s", flow.id, plan.client.value, plan.upstream.value, model, status, how)
+        model = (
+            state.client_model
+            if state.client_model == state.upstream_model
+            else f"{state.client_model} -> {state.upstream_model}"
+        )
+        how = (
+            "stream"
+            if state.translator is not None
+            else ("stream requested, JSON answered" if state.stream else "json")
+        )
+        logger.info(
+            "flow %s: %s -> %s, model %s, status %d, %s",
+            flow.id,
+            plan.client.value,
+            plan.upstream.value,
+            model,
+            status,
+            how,
+        )
         self._log_dropped(flow, state)
 
     def _log_dropped(self, flow: http.HTTPFlow, state: FlowState) -> None:
         if state.ctx.dropped.fields:
-            logger.warning("flow %s: dropped (not carried to the other protocol): %s", flow.id, ", ".join(state.ctx.dropped.fields))
+            logger.warning(
+                "flow %s: dropped (not carried to the other protocol): %s", flow.id, ", ".join(state.ctx.dropped.fields)
+            )

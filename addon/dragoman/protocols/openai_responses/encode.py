@@ -702,7 +702,8 @@ class ResponsesStreamEncoder(StreamEncoder):
         etype = "response.custom_tool_call_input.delta" if b.custom else "response.function_call_arguments.delta"
         return self._ev(etype, {"item_id": b.item_id, "output_index": b.output_index, "delta": ev.fragment})
 
-    def _block_stop(self, b: _Out) -> bytes:
+    def _block_stop(self, b: _Out, status: str = "completed") -> bytes:
+        """Close one output item. status is incomplete when an error cuts the item short."""
         b.open = False
         oi = b.output_index
         value = "".join(b.chunks)
@@ -725,7 +726,7 @@ class ResponsesStreamEncoder(StreamEncoder):
                 "response.content_part.done",
                 {"item_id": b.item_id, "output_index": oi, "content_index": 0, "part": part},
             )
-            item = message_item(b.item_id, part)
+            item = message_item(b.item_id, part, status)
         elif b.kind is BlockKind.THINKING or b.kind is BlockKind.REDACTED_THINKING:
             if b.summary_started:
                 out += self._ev(
@@ -764,15 +765,15 @@ class ResponsesStreamEncoder(StreamEncoder):
                     "response.function_call_arguments.done",
                     {"item_id": b.item_id, "output_index": oi, "name": b.name, "arguments": value},
                 )
-            item = call_item(b.item_id, b.call_id, b.name, value, custom=b.custom, namespace=b.namespace)
+            item = call_item(b.item_id, b.call_id, b.name, value, custom=b.custom, namespace=b.namespace, status=status)
         self._output[oi] = item
         out += self._ev("response.output_item.done", {"output_index": oi, "item": item})
         return bytes(out)
 
-    def _close_open(self) -> bytes:
+    def _close_open(self, status: str = "completed") -> bytes:
         out = b""
         for b in sorted((b for b in self._blocks.values() if b.open), key=lambda x: x.output_index):
-            out += self._block_stop(b)
+            out += self._block_stop(b, status)
         return out
 
     def _finish(self) -> bytes:
@@ -798,6 +799,8 @@ class ResponsesStreamEncoder(StreamEncoder):
         out = b""
         if self.phase is Phase.WAITING:
             out = self._begin(None)
+        # every added item is done before the terminal event, marked incomplete (strict clients track items)
+        out += self._close_open("incomplete")
         code = err.code or ERROR_TYPES.get(err.kind, "server_error")
         out += self._ev("error", {"code": code, "message": err.message, "param": err.param})
         obj = self._obj("failed")

@@ -1,0 +1,125 @@
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import settings
+from hypothesis import strategies as st
+
+from conftest import chunkings
+from dragoman.sse import SSEDecoder
+from dragoman.sse import SSEEvent
+
+
+def decode(pieces: list[bytes]) -> list[SSEEvent]:
+    d = SSEDecoder()
+    out: list[SSEEvent] = []
+    for p in pieces:
+        out += d.feed(p)
+    out += d.close()
+    return out
+
+
+SAMPLE = "event: a\ndata: héllo €\n\n: comment\n\nid: 7\nretry: 1500\ndata: one\ndata: two\n\ndata:nospace\n\n".encode()
+EXPECTED = [
+    SSEEvent(data="héllo €", event="a"),
+    SSEEvent(data="one\ntwo", id="7", retry=1500),
+    SSEEvent(data="nospace", id="7"),
+]
+
+
+@pytest.mark.parametrize("label,pieces", chunkings(SAMPLE))
+def test_chunkings(label, pieces):
+    assert decode(pieces) == EXPECTED
+
+
+@pytest.mark.parametrize("eol", [b"\n", b"\r\n", b"\r"])
+def test_line_ends(eol):
+    data = SAMPLE.replace(b"\n", eol)
+    for _label, pieces in chunkings(data):
+        assert decode(pieces) == EXPECTED
+
+
+def test_crlf_split_across_chunks():
+    assert decode([b"data: x\r", b"\ndata: y\r", b"\n\r", b"\n"]) == [SSEEvent(data="x\ny")]
+
+
+def test_comments_counted_and_ignored():
+    d = SSEDecoder()
+    assert d.feed(b": keepalive\n\n: again\n\n") == []
+    assert d.comments == 2
+
+
+def test_no_trailing_blank_line_flushed_on_close():
+    d = SSEDecoder()
+    assert d.feed(b"event: x\ndata: last") == []
+    assert d.pending
+    assert d.close() == [SSEEvent(data="last", event="x")]
+    assert d.close() == []  # idempotent
+
+
+def test_event_without_data_not_dispatched():
+    assert decode([b"event: lonely\n\ndata: x\n\n"]) == [SSEEvent(data="x")]
+
+
+def test_unknown_fields_ignored_and_bad_retry():
+    assert decode([b"foo: bar\nretry: soon\nid: a\x00b\ndata: x\n\n"]) == [SSEEvent(data="x")]
+
+
+def test_empty_data_line():
+    assert decode([b"data\n\n", b"data:\n\n"]) == [SSEEvent(data=""), SSEEvent(data="")]
+
+
+def test_utf8_split_everywhere():
+    data = 'data: {"content":"известни 🎉"}\n\n'.encode()
+    for i in range(1, len(data)):
+        assert decode([data[:i], data[i:]]) == [SSEEvent(data='{"content":"известни 🎉"}')]
+
+
+def test_invalid_utf8_replaced():
+    assert decode([b"data: \xff\n\n"]) == [SSEEvent(data="\ufffd")]
+
+
+def test_feed_after_close_raises():
+    d = SSEDecoder()
+    d.close()
+    with pytest.raises(RuntimeError):
+        d.feed(b"data: x\n\n")
+
+
+def test_empty_feed():
+    assert SSEDecoder().feed(b"") == []
+
+
+def test_ten_megabyte_event():
+    payload = "x" * (10 * 1024 * 1024)
+    data = b"data: " + payload.encode() + b"\n\n"
+    pieces = [data[i : i + 65536] for i in range(0, len(data), 65536)]
+    (ev,) = decode(pieces)
+    assert len(ev.data) == len(payload)
+
+
+_text = st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\n"), max_size=20)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    events=st.lists(st.tuples(st.one_of(st.none(), _text.filter(lambda s: ":" not in s)), st.lists(_text, min_size=1, max_size=3)), max_size=6),
+    eol=st.sampled_from(["\n", "\r\n", "\r"]),
+    cuts=st.lists(st.integers(min_value=0, max_value=2000), max_size=12),
+)
+def test_any_chunking_same_events(events, eol, cuts):
+    text = ""
+    for name, lines in events:
+        if name is not None:
+            text += f"event: {name}{eol}"
+        text += "".join(f"data: {ln}{eol}" for ln in lines) + eol
+    data = text.encode()
+    whole = decode([data])
+    points = sorted({c % (len(data) + 1) for c in cuts})
+    pieces, prev = [], 0
+    for c in points:
+        pieces.append(data[prev:c])
+        prev = c
+    pieces.append(data[prev:])
+    assert decode(pieces) == whole
+    assert len(whole) == len(events)
