@@ -130,7 +130,9 @@ def _text_of(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "\n".join(_text_of(c.get("text", c.get("content", ""))) if isinstance(c, dict) else str(c) for c in content)
+        return "\n".join(
+            _text_of(c.get("text", c.get("content", ""))) if isinstance(c, dict) else str(c) for c in content
+        )
     if content is None:
         return ""
     return json.dumps(content)
@@ -223,17 +225,47 @@ def anthropic_answer(ans: Answer, model: str, stream: bool) -> tuple[dict | None
     if ans.text is not None:
         blocks.append({"type": "text", "text": ans.text})
     if ans.call is not None:
-        blocks.append({"type": "tool_use", "id": ans.call.call_id.replace("call_", "toolu_"), "name": ans.call.name, "input": json.loads(ans.call.arguments)})
+        blocks.append(
+            {
+                "type": "tool_use",
+                "id": ans.call.call_id.replace("call_", "toolu_"),
+                "name": ans.call.name,
+                "input": json.loads(ans.call.arguments),
+            }
+        )
     stop = "tool_use" if ans.call is not None else "end_turn"
-    usage = {"input_tokens": USAGE_IN, "output_tokens": USAGE_OUT, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}
+    usage = {
+        "input_tokens": USAGE_IN,
+        "output_tokens": USAGE_OUT,
+        "cache_read_input_tokens": 0,
+        "cache_creation_input_tokens": 0,
+    }
     msg_id = _rid("msg_")
     if not stream:
-        return {"id": msg_id, "type": "message", "role": "assistant", "model": model, "content": blocks, "stop_reason": stop, "stop_sequence": None, "usage": usage}, []
+        return {
+            "id": msg_id,
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": blocks,
+            "stop_reason": stop,
+            "stop_sequence": None,
+            "usage": usage,
+        }, []
     ev = [
         _sse(
             {
                 "type": "message_start",
-                "message": {"id": msg_id, "type": "message", "role": "assistant", "model": model, "content": [], "stop_reason": None, "stop_sequence": None, "usage": {**usage, "output_tokens": 1}},
+                "message": {
+                    "id": msg_id,
+                    "type": "message",
+                    "role": "assistant",
+                    "model": model,
+                    "content": [],
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": {**usage, "output_tokens": 1},
+                },
             },
             "message_start",
         )
@@ -241,7 +273,9 @@ def anthropic_answer(ans: Answer, model: str, stream: bool) -> tuple[dict | None
     for i, b in enumerate(blocks):
         if b["type"] == "thinking":
             start = {"type": "thinking", "thinking": "", "signature": ""}
-            deltas = [{"type": "thinking_delta", "thinking": p} for p in _pieces(b["thinking"])] + [{"type": "signature_delta", "signature": b["signature"]}]
+            deltas = [{"type": "thinking_delta", "thinking": p} for p in _pieces(b["thinking"])] + [
+                {"type": "signature_delta", "signature": b["signature"]}
+            ]
         elif b["type"] == "text":
             start = {"type": "text", "text": ""}
             deltas = [{"type": "text_delta", "text": p} for p in _pieces(b["text"])]
@@ -254,7 +288,16 @@ def anthropic_answer(ans: Answer, model: str, stream: bool) -> tuple[dict | None
         for d in deltas:
             ev.append(_sse({"type": "content_block_delta", "index": i, "delta": d}, "content_block_delta"))
         ev.append(_sse({"type": "content_block_stop", "index": i}, "content_block_stop"))
-    ev.append(_sse({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None}, "usage": {"output_tokens": USAGE_OUT}}, "message_delta"))
+    ev.append(
+        _sse(
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": stop, "stop_sequence": None},
+                "usage": {"output_tokens": USAGE_OUT},
+            },
+            "message_delta",
+        )
+    )
     ev.append(_sse({"type": "message_stop"}, "message_stop"))
     return None, ev
 
@@ -265,17 +308,38 @@ def chat_answer(ans: Answer, model: str, stream: bool, include_usage: bool) -> t
     usage = {"prompt_tokens": USAGE_IN, "completion_tokens": USAGE_OUT, "total_tokens": USAGE_IN + USAGE_OUT}
     tool_calls = []
     if ans.call is not None:
-        tool_calls = [{"id": ans.call.call_id, "type": "function", "function": {"name": ans.call.name, "arguments": ans.call.arguments}}]
+        tool_calls = [
+            {
+                "id": ans.call.call_id,
+                "type": "function",
+                "function": {"name": ans.call.name, "arguments": ans.call.arguments},
+            }
+        ]
     if not stream:
         msg: dict[str, Any] = {"role": "assistant", "content": ans.text}
         if ans.thinking:
             msg["reasoning_content"] = THINKING
         if tool_calls:
             msg["tool_calls"] = tool_calls
-        return {"id": cid, "object": "chat.completion", "created": 1, "model": model, "choices": [{"index": 0, "message": msg, "finish_reason": finish}], "usage": usage}, []
+        return {
+            "id": cid,
+            "object": "chat.completion",
+            "created": 1,
+            "model": model,
+            "choices": [{"index": 0, "message": msg, "finish_reason": finish}],
+            "usage": usage,
+        }, []
 
     def chunk(delta: dict, finish_reason: str | None = None) -> bytes:
-        return _sse({"id": cid, "object": "chat.completion.chunk", "created": 1, "model": model, "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]})
+        return _sse(
+            {
+                "id": cid,
+                "object": "chat.completion.chunk",
+                "created": 1,
+                "model": model,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
+            }
+        )
 
     ev = [chunk({"role": "assistant", "content": ""})]
     if ans.thinking:
@@ -283,11 +347,35 @@ def chat_answer(ans: Answer, model: str, stream: bool, include_usage: bool) -> t
     if ans.text is not None:
         ev += [chunk({"content": p}) for p in _pieces(ans.text)]
     if ans.call is not None:
-        ev.append(chunk({"tool_calls": [{"index": 0, "id": ans.call.call_id, "type": "function", "function": {"name": ans.call.name, "arguments": ""}}]}))
+        ev.append(
+            chunk(
+                {
+                    "tool_calls": [
+                        {
+                            "index": 0,
+                            "id": ans.call.call_id,
+                            "type": "function",
+                            "function": {"name": ans.call.name, "arguments": ""},
+                        }
+                    ]
+                }
+            )
+        )
         ev += [chunk({"tool_calls": [{"index": 0, "function": {"arguments": p}}]}) for p in _pieces(ans.call.arguments)]
     ev.append(chunk({}, finish))
     if include_usage:
-        ev.append(_sse({"id": cid, "object": "chat.completion.chunk", "created": 1, "model": model, "choices": [], "usage": usage}))
+        ev.append(
+            _sse(
+                {
+                    "id": cid,
+                    "object": "chat.completion.chunk",
+                    "created": 1,
+                    "model": model,
+                    "choices": [],
+                    "usage": usage,
+                }
+            )
+        )
     ev.append(_sse("[DONE]"))
     return None, ev
 
@@ -296,17 +384,48 @@ def responses_answer(ans: Answer, model: str, stream: bool) -> tuple[dict | None
     resp_id = _rid("resp_")
     items: list[dict] = []
     if ans.thinking:
-        items.append({"id": _rid("rs_"), "type": "reasoning", "summary": [{"type": "summary_text", "text": REASONING_SUMMARY}], "encrypted_content": ENCRYPTED})
+        items.append(
+            {
+                "id": _rid("rs_"),
+                "type": "reasoning",
+                "summary": [{"type": "summary_text", "text": REASONING_SUMMARY}],
+                "encrypted_content": ENCRYPTED,
+            }
+        )
     if ans.text is not None:
         items.append(
-            {"id": _rid("msg_"), "type": "message", "role": "assistant", "status": "completed", "content": [{"type": "output_text", "text": ans.text, "annotations": []}]}
+            {
+                "id": _rid("msg_"),
+                "type": "message",
+                "role": "assistant",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": ans.text, "annotations": []}],
+            }
         )
     if ans.call is not None:
         c = ans.call
         if c.kind == "custom":
-            items.append({"id": _rid("ctc_"), "type": "custom_tool_call", "status": "completed", "call_id": c.call_id, "name": c.name, "input": c.arguments})
+            items.append(
+                {
+                    "id": _rid("ctc_"),
+                    "type": "custom_tool_call",
+                    "status": "completed",
+                    "call_id": c.call_id,
+                    "name": c.name,
+                    "input": c.arguments,
+                }
+            )
         else:
-            items.append({"id": _rid("fc_"), "type": "function_call", "status": "completed", "call_id": c.call_id, "name": c.name, "arguments": c.arguments})
+            items.append(
+                {
+                    "id": _rid("fc_"),
+                    "type": "function_call",
+                    "status": "completed",
+                    "call_id": c.call_id,
+                    "name": c.name,
+                    "arguments": c.arguments,
+                }
+            )
     usage = {
         "input_tokens": USAGE_IN,
         "input_tokens_details": {"cached_tokens": 0},
@@ -316,7 +435,15 @@ def responses_answer(ans: Answer, model: str, stream: bool) -> tuple[dict | None
     }
 
     def obj(status: str, output: list[dict], with_usage: bool) -> dict:
-        return {"id": resp_id, "object": "response", "created_at": 1, "status": status, "model": model, "output": output, "usage": usage if with_usage else None}
+        return {
+            "id": resp_id,
+            "object": "response",
+            "created_at": 1,
+            "status": status,
+            "model": model,
+            "output": output,
+            "usage": usage if with_usage else None,
+        }
 
     if not stream:
         return obj("completed", items, True), []
@@ -334,31 +461,135 @@ def responses_answer(ans: Answer, model: str, stream: bool) -> tuple[dict | None
     for oi, it in enumerate(items):
         iid = it["id"]
         if it["type"] == "reasoning":
-            emit({"type": "response.output_item.added", "output_index": oi, "item": {"id": iid, "type": "reasoning", "summary": []}})
+            emit(
+                {
+                    "type": "response.output_item.added",
+                    "output_index": oi,
+                    "item": {"id": iid, "type": "reasoning", "summary": []},
+                }
+            )
             part = {"type": "summary_text", "text": ""}
-            emit({"type": "response.reasoning_summary_part.added", "item_id": iid, "output_index": oi, "summary_index": 0, "part": part})
+            emit(
+                {
+                    "type": "response.reasoning_summary_part.added",
+                    "item_id": iid,
+                    "output_index": oi,
+                    "summary_index": 0,
+                    "part": part,
+                }
+            )
             for p in _pieces(REASONING_SUMMARY):
-                emit({"type": "response.reasoning_summary_text.delta", "item_id": iid, "output_index": oi, "summary_index": 0, "delta": p})
-            emit({"type": "response.reasoning_summary_text.done", "item_id": iid, "output_index": oi, "summary_index": 0, "text": REASONING_SUMMARY})
-            emit({"type": "response.reasoning_summary_part.done", "item_id": iid, "output_index": oi, "summary_index": 0, "part": {"type": "summary_text", "text": REASONING_SUMMARY}})
+                emit(
+                    {
+                        "type": "response.reasoning_summary_text.delta",
+                        "item_id": iid,
+                        "output_index": oi,
+                        "summary_index": 0,
+                        "delta": p,
+                    }
+                )
+            emit(
+                {
+                    "type": "response.reasoning_summary_text.done",
+                    "item_id": iid,
+                    "output_index": oi,
+                    "summary_index": 0,
+                    "text": REASONING_SUMMARY,
+                }
+            )
+            emit(
+                {
+                    "type": "response.reasoning_summary_part.done",
+                    "item_id": iid,
+                    "output_index": oi,
+                    "summary_index": 0,
+                    "part": {"type": "summary_text", "text": REASONING_SUMMARY},
+                }
+            )
         elif it["type"] == "message":
             text = it["content"][0]["text"]
-            emit({"type": "response.output_item.added", "output_index": oi, "item": {**it, "status": "in_progress", "content": []}})
-            emit({"type": "response.content_part.added", "item_id": iid, "output_index": oi, "content_index": 0, "part": {"type": "output_text", "text": "", "annotations": []}})
+            emit(
+                {
+                    "type": "response.output_item.added",
+                    "output_index": oi,
+                    "item": {**it, "status": "in_progress", "content": []},
+                }
+            )
+            emit(
+                {
+                    "type": "response.content_part.added",
+                    "item_id": iid,
+                    "output_index": oi,
+                    "content_index": 0,
+                    "part": {"type": "output_text", "text": "", "annotations": []},
+                }
+            )
             for p in _pieces(text):
-                emit({"type": "response.output_text.delta", "item_id": iid, "output_index": oi, "content_index": 0, "delta": p, "logprobs": []})
-            emit({"type": "response.output_text.done", "item_id": iid, "output_index": oi, "content_index": 0, "text": text, "logprobs": []})
-            emit({"type": "response.content_part.done", "item_id": iid, "output_index": oi, "content_index": 0, "part": it["content"][0]})
+                emit(
+                    {
+                        "type": "response.output_text.delta",
+                        "item_id": iid,
+                        "output_index": oi,
+                        "content_index": 0,
+                        "delta": p,
+                        "logprobs": [],
+                    }
+                )
+            emit(
+                {
+                    "type": "response.output_text.done",
+                    "item_id": iid,
+                    "output_index": oi,
+                    "content_index": 0,
+                    "text": text,
+                    "logprobs": [],
+                }
+            )
+            emit(
+                {
+                    "type": "response.content_part.done",
+                    "item_id": iid,
+                    "output_index": oi,
+                    "content_index": 0,
+                    "part": it["content"][0],
+                }
+            )
         elif it["type"] == "function_call":
-            emit({"type": "response.output_item.added", "output_index": oi, "item": {**it, "status": "in_progress", "arguments": ""}})
+            emit(
+                {
+                    "type": "response.output_item.added",
+                    "output_index": oi,
+                    "item": {**it, "status": "in_progress", "arguments": ""},
+                }
+            )
             for p in _pieces(it["arguments"]):
                 emit({"type": "response.function_call_arguments.delta", "item_id": iid, "output_index": oi, "delta": p})
-            emit({"type": "response.function_call_arguments.done", "item_id": iid, "output_index": oi, "arguments": it["arguments"]})
+            emit(
+                {
+                    "type": "response.function_call_arguments.done",
+                    "item_id": iid,
+                    "output_index": oi,
+                    "arguments": it["arguments"],
+                }
+            )
         else:  # custom_tool_call
-            emit({"type": "response.output_item.added", "output_index": oi, "item": {**it, "status": "in_progress", "input": ""}})
+            emit(
+                {
+                    "type": "response.output_item.added",
+                    "output_index": oi,
+                    "item": {**it, "status": "in_progress", "input": ""},
+                }
+            )
             for p in _pieces(it["input"]):
                 emit({"type": "response.custom_tool_call_input.delta", "item_id": iid, "output_index": oi, "delta": p})
-            emit({"type": "response.custom_tool_call_input.done", "item_id": iid, "output_index": oi, "input": it["input"]})
+            emit(
+                {
+                    "type": "response.custom_tool_call_input.done",
+                    "item_id": iid,
+                    "output_index": oi,
+                    "input": it["input"],
+                }
+            )
         emit({"type": "response.output_item.done", "output_index": oi, "item": it})
     emit({"type": "response.completed", "response": obj("completed", items, True)})
     return None, ev
@@ -412,7 +643,18 @@ class AgentUpstream:
             path = self.log_path
         if path is not None:
             with open(path, "a", encoding="utf-8") as f:
-                f.write(json.dumps({"method": rec.method, "path": rec.path, "protocol": rec.protocol, "headers": rec.headers, "body": rec.body}) + "\n")
+                f.write(
+                    json.dumps(
+                        {
+                            "method": rec.method,
+                            "path": rec.path,
+                            "protocol": rec.protocol,
+                            "headers": rec.headers,
+                            "body": rec.body,
+                        }
+                    )
+                    + "\n"
+                )
 
     def answer(self, protocol: str, body: dict) -> Answer:
         results = tool_results(protocol, body)
@@ -463,7 +705,15 @@ class AgentUpstream:
                     body = None
                 upstream._record(Recorded("POST", self.path, self._headers(), body, protocol))
                 if protocol is None or not isinstance(body, dict):
-                    self._json(404 if protocol is None else 400, {"error": {"type": "invalid_request_error", "message": "agent upstream: unknown endpoint or bad JSON"}})
+                    self._json(
+                        404 if protocol is None else 400,
+                        {
+                            "error": {
+                                "type": "invalid_request_error",
+                                "message": "agent upstream: unknown endpoint or bad JSON",
+                            }
+                        },
+                    )
                     return
                 ans = upstream.answer(protocol, body)
                 model = str(body.get("model") or "fake-model")

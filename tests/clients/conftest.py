@@ -37,7 +37,9 @@ def _load_e2e():
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "clients: end-to-end tests driving the real Claude Code / Codex CLI binaries from npm")
+    config.addinivalue_line(
+        "markers", "clients: end-to-end tests driving the real Claude Code / Codex CLI binaries from npm"
+    )
 
 
 def require_clients() -> bool:

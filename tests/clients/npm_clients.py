@@ -112,23 +112,40 @@ def _install(folder: Path) -> None:
         f"{CODEX_PKG}@{CODEX_VERSION}",
     ]
     try:
-        r = subprocess.run(argv, cwd=folder, capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S, stdin=subprocess.DEVNULL)
+        r = subprocess.run(
+            argv, cwd=folder, capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S, stdin=subprocess.DEVNULL
+        )
     except subprocess.TimeoutExpired as e:
-        raise ClientsUnavailable(f"`npm install` of the clients timed out after {INSTALL_TIMEOUT_S} s (registry unreachable?)") from e
+        raise ClientsUnavailable(
+            f"`npm install` of the clients timed out after {INSTALL_TIMEOUT_S} s (registry unreachable?)"
+        ) from e
     if r.returncode != 0:
-        raise ClientsUnavailable(f"`npm install` of {CLAUDE_PKG}@{CLAUDE_VERSION} and {CODEX_PKG}@{CODEX_VERSION} failed (rc {r.returncode}):\n{_tail(r.stderr or r.stdout)}")
+        raise ClientsUnavailable(
+            f"`npm install` of {CLAUDE_PKG}@{CLAUDE_VERSION} and {CODEX_PKG}@{CODEX_VERSION} failed (rc {r.returncode}):\n{_tail(r.stderr or r.stdout)}"
+        )
     if not _complete(folder):
-        raise ClientsUnavailable(f"`npm install` succeeded but the client binaries are missing under {folder}/node_modules/.bin")
+        raise ClientsUnavailable(
+            f"`npm install` succeeded but the client binaries are missing under {folder}/node_modules/.bin"
+        )
 
 
 def _check_runs(clients: Clients) -> None:
     for exe, want in ((clients.claude, CLAUDE_VERSION), (clients.codex, CODEX_VERSION)):
         try:
-            r = subprocess.run([str(exe), "--version"], capture_output=True, text=True, timeout=60, env=base_env(Path("/tmp")), stdin=subprocess.DEVNULL)
+            r = subprocess.run(
+                [str(exe), "--version"],
+                capture_output=True,
+                text=True,
+                timeout=60,
+                env=base_env(Path("/tmp")),
+                stdin=subprocess.DEVNULL,
+            )
         except (OSError, subprocess.TimeoutExpired) as e:
             raise ClientsUnavailable(f"{exe} --version could not run: {e}") from e
         if r.returncode != 0 or want not in r.stdout:
-            raise ClientsUnavailable(f"{exe} --version gave rc {r.returncode}, expected {want}: {_tail(r.stdout + r.stderr, 500)}")
+            raise ClientsUnavailable(
+                f"{exe} --version gave rc {r.returncode}, expected {want}: {_tail(r.stdout + r.stderr, 500)}"
+            )
 
 
 def base_env(home: Path) -> dict[str, str]:
@@ -149,7 +166,9 @@ def base_env(home: Path) -> dict[str, str]:
 
 def _run(argv: list[str], env: dict[str, str], cwd: Path, timeout: float) -> Run:
     try:
-        r = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+        r = subprocess.run(
+            argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
+        )
     except subprocess.TimeoutExpired as e:
         out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
         err = e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else (e.stderr or "")
@@ -157,7 +176,15 @@ def _run(argv: list[str], env: dict[str, str], cwd: Path, timeout: float) -> Run
     return Run(argv, r.returncode, r.stdout, r.stderr)
 
 
-def run_claude(clients: Clients, base_url: str, prompt: str, workdir: Path, home: Path, extra_args: Sequence[str] = (), timeout: float = RUN_TIMEOUT_S) -> Run:
+def run_claude(
+    clients: Clients,
+    base_url: str,
+    prompt: str,
+    workdir: Path,
+    home: Path,
+    extra_args: Sequence[str] = (),
+    timeout: float = RUN_TIMEOUT_S,
+) -> Run:
     """``claude -p PROMPT --output-format json`` against ``base_url`` (no /v1)."""
     home.mkdir(parents=True, exist_ok=True)
     workdir.mkdir(parents=True, exist_ok=True)
@@ -237,4 +264,6 @@ def run_codex(
 
 def explain(run: Run, upstream_summary: str, proxy_log: str) -> str:
     """Everything needed to see why a client run failed, for an assertion message."""
-    return f"{run.describe()}\n--- upstream saw ---\n{upstream_summary}\n--- mitmdump log (tail) ---\n{proxy_log[-5000:]}"
+    return (
+        f"{run.describe()}\n--- upstream saw ---\n{upstream_summary}\n--- mitmdump log (tail) ---\n{proxy_log[-5000:]}"
+    )

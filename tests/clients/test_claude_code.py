@@ -27,7 +27,11 @@ pytestmark = [pytest.mark.e2e, pytest.mark.clients]
 def _assistant_turns(target: str, body: dict) -> list:
     if target == "openai-chat":
         return [m for m in body.get("messages") or [] if m.get("role") == "assistant"]
-    return [it for it in body.get("input") or [] if isinstance(it, dict) and it.get("type") in ("reasoning", "function_call")]
+    return [
+        it
+        for it in body.get("input") or []
+        if isinstance(it, dict) and it.get("type") in ("reasoning", "function_call")
+    ]
 
 
 @pytest.mark.parametrize("thinking", [False, True], ids=["plain", "thinking"])
@@ -62,8 +66,12 @@ def test_claude_code_bash_tool_loop(target, thinking, npm_clients, agent, dragom
 
     # the tool call went back to the upstream as the upstream's own shape, arguments intact
     if target == "openai-chat":
-        calls = [tc for m in second.body["messages"] if m.get("role") == "assistant" for tc in m.get("tool_calls") or []]
-        assert [(c["function"]["name"], json.loads(c["function"]["arguments"])["command"]) for c in calls] == [("Bash", COMMAND)], why
+        calls = [
+            tc for m in second.body["messages"] if m.get("role") == "assistant" for tc in m.get("tool_calls") or []
+        ]
+        assert [(c["function"]["name"], json.loads(c["function"]["arguments"])["command"]) for c in calls] == [
+            ("Bash", COMMAND)
+        ], why
     else:
         calls = [it for it in second.body["input"] if isinstance(it, dict) and it.get("type") == "function_call"]
         assert [(c["name"], json.loads(c["arguments"])["command"]) for c in calls] == [("Bash", COMMAND)], why

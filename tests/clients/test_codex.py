@@ -52,7 +52,14 @@ def assistant_calls(target: str, body: dict) -> list[tuple[str, dict]]:
 
 def _run(npm_clients, agent, dragoman, tmp_path, target, model, prompt):
     proxy = dragoman(target)
-    run = run_codex(npm_clients, f"http://127.0.0.1:{proxy.port}/v1", prompt, tmp_path / "work", tmp_path / "codex-home", model=model)
+    run = run_codex(
+        npm_clients,
+        f"http://127.0.0.1:{proxy.port}/v1",
+        prompt,
+        tmp_path / "work",
+        tmp_path / "codex-home",
+        model=model,
+    )
     reqs = agent.model_requests()
     return run, reqs, explain(run, summary(agent.requests), proxy.log())
 
@@ -115,13 +122,27 @@ def test_codex_thinking_signature_round_trip(model, npm_clients, agent, dragoman
 
     # a new Codex process resumes the session from its rollout file: the next turn still carries it
     proxy = dragoman("anthropic")
-    run2 = run_codex(npm_clients, f"http://127.0.0.1:{proxy.port}/v1", "say it again", tmp_path / "work", tmp_path / "codex-home", model=model, resume=True)
+    run2 = run_codex(
+        npm_clients,
+        f"http://127.0.0.1:{proxy.port}/v1",
+        "say it again",
+        tmp_path / "work",
+        tmp_path / "codex-home",
+        model=model,
+        resume=True,
+    )
     reqs = agent.model_requests()
     why = explain(run2, summary(agent.requests), proxy.log())
     assert run2.returncode == 0, why
     assert FINAL_MARK in run2.stdout, why
     assert len(reqs) == 3, why
-    history = [b for m in reqs[2].body["messages"] if m.get("role") == "assistant" for b in m["content"] if b.get("type") == "thinking"]
+    history = [
+        b
+        for m in reqs[2].body["messages"]
+        if m.get("role") == "assistant"
+        for b in m["content"]
+        if b.get("type") == "thinking"
+    ]
     assert history == [{"type": "thinking", "thinking": THINKING, "signature": SIGNATURE}], why
 
 

@@ -178,7 +178,8 @@ def _encode_tool(t: Tool, ctx: Context) -> dict[str, Any] | None:
         ) + f"Put the raw tool input in the string parameter `{CUSTOM_TOOL_PARAM}`."
         fn["parameters"] = CUSTOM_TOOL_PARAMETERS
         if t.format is not None:
-            ctx.dropped.add("tools.custom.format")
+            # the grammar is the only spec of the input (Codex's apply_patch): keep it as text, as for Anthropic
+            fn["description"] += "\nInput format: " + orjson.dumps(t.format).decode()
         return {"type": "function", "function": fn}
     if t.description is not None:
         fn["description"] = t.description
