@@ -10,13 +10,14 @@ EXTRAS ?= test,clients,dev
 JOBS ?= 2
 PYTEST_ARGS ?=
 
-.PHONY: help install test test-unit test-e2e lint run
+.PHONY: help install test test-unit test-e2e lint run bench bench-quick
 
 help:
 	@echo "make install   create $(VENV) with $(PY) and install Dragoman editable with [$(EXTRAS)]"
 	@echo "make test      pytest -n $(JOBS) over tests/ (e2e included; SDK clients: DRAGOMAN_CLIENT_PYTHON)"
 	@echo "make lint      ruff check"
 	@echo "make run       offline demo: fake openai-chat upstream + mitmdump on 127.0.0.1:8080"
+	@echo "make bench     performance benchmark (prints a table, writes bench/results/latest.json)"
 
 install:
 	@test -x $(PYTHON) || $(PY) -m venv $(VENV)
@@ -33,8 +34,16 @@ test-e2e:
 	$(PYTHON) -m pytest -n $(JOBS) -p no:cacheprovider -m e2e $(PYTEST_ARGS) tests/
 
 lint:
-	$(VENV)/bin/ruff check addon tests
+	$(VENV)/bin/ruff check addon tests bench
 
 run:
 	@echo "Starting the offline demo (Ctrl-C stops it)."
 	$(PYTHON) -m dragoman demo --port 8080 --upstream-port 8765 --target openai-chat
+
+bench:  ## performance benchmark (issue 6): prints one table, writes bench/results/latest.json
+	@test -x $(PYTHON) || $(MAKE) install
+	$(PYTHON) bench/run.py
+
+bench-quick:  ## smoke run of the benchmark (< 2 min)
+	@test -x $(PYTHON) || $(MAKE) install
+	$(PYTHON) bench/run.py --quick

@@ -15,11 +15,16 @@ import sys
 from pathlib import Path
 
 import pytest
-from agent_upstream import AgentUpstream
-from npm_clients import ClientsUnavailable
-from npm_clients import ensure_clients
 
 HERE = Path(__file__).resolve().parent
+# the helper modules next to this file are imported by their bare names, with or without an __init__.py
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+from agent_upstream import AgentUpstream  # noqa: E402
+from npm_clients import ClientsUnavailable  # noqa: E402
+from npm_clients import ensure_clients  # noqa: E402
+
 E2E_CONFTEST = HERE.parent / "e2e" / "conftest.py"
 
 

@@ -82,6 +82,9 @@ def ensure_clients() -> Clients:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise ClientsUnavailable(f"cannot create the npm cache folder {folder}: {e}") from e
+    gitignore = folder / ".gitignore"
+    if not gitignore.exists():
+        gitignore.write_text("*\n")  # the cache folder never shows up in git status
     with open(folder / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # several xdist workers: one installs, the others wait
         if not _complete(folder):
@@ -98,9 +101,6 @@ def _install(folder: Path) -> None:
         raise ClientsUnavailable("npm is not on PATH (install Node.js >= 18 to run the real-client tests)")
     if not (folder / "package.json").exists():
         (folder / "package.json").write_text(json.dumps({"name": "dragoman-npm-clients", "private": True}) + "\n")
-    gitignore = folder / ".gitignore"
-    if not gitignore.exists():
-        gitignore.write_text("*\n")
     argv = [
         npm,
         "install",

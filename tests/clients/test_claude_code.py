@@ -61,6 +61,18 @@ def test_claude_code_bash_tool_loop(target, thinking, npm_clients, agent, dragom
     assert [r.body.get("stream") for r in reqs] == [True, True], why
     first, second = reqs
     assert "Bash" in offered_tools(target, first.body), why
+    # Claude Code's mid-conversation role:"system" message (agent and skills list) is kept, not dropped
+    if target == "openai-chat":
+        system_texts = [
+            str(m.get("content")) for m in first.body["messages"][1:] if m.get("role") in ("system", "developer")
+        ]
+    else:
+        system_texts = [
+            json.dumps(it.get("content"))
+            for it in first.body["input"]
+            if isinstance(it, dict) and it.get("role") in ("system", "developer")
+        ]
+    assert any("Available agent types" in t for t in system_texts), why
     assert tool_results(target, first.body) == [], why
     assert [t.strip() for t in tool_results(target, second.body)] == [COMMAND_OUTPUT], why
 

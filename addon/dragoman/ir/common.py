@@ -2,10 +2,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from dataclasses import field
-from enum import Enum
+from enum import StrEnum
 
 
-class StopReason(str, Enum):
+class StopReason(StrEnum):
     END_TURN = "end_turn"
     MAX_TOKENS = "max_tokens"
     TOOL_USE = "tool_use"
@@ -40,7 +40,7 @@ class Usage:
         )
 
 
-class ErrorKind(str, Enum):
+class ErrorKind(StrEnum):
     """Protocol-neutral error classes; each codec maps them to its own ``type``/``code`` strings."""
 
     INVALID_REQUEST = "invalid_request"  # 400

@@ -8,14 +8,14 @@ validation.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 from dragoman.ir.common import ErrorInfo
 from dragoman.ir.common import StopReason
 from dragoman.ir.common import Usage
 
 
-class BlockKind(str, Enum):
+class BlockKind(StrEnum):
     TEXT = "text"
     THINKING = "thinking"
     REDACTED_THINKING = "redacted_thinking"

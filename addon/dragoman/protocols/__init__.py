@@ -6,10 +6,10 @@ May import: ``dragoman.sse``, ``dragoman.ir``, ``dragoman.errors``. Never mitmpr
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 
 
-class Protocol(str, Enum):
+class Protocol(StrEnum):
     ANTHROPIC_MESSAGES = "anthropic"
     OPENAI_CHAT = "openai-chat"
     OPENAI_RESPONSES = "openai-responses"

@@ -12,6 +12,8 @@ from dragoman.sse.events import SSEEvent
 
 _CR = 13
 _LF = 10
+#: ``tuple.__new__`` builds an ``SSEEvent`` without the generated ``__new__``'s Python frame
+_new_event = tuple.__new__
 
 
 class SSEDecoder:
@@ -40,6 +42,19 @@ class SSEDecoder:
         out: list[SSEEvent] = []
         if not chunk:
             return out
+        if (
+            chunk[-2:] == b"\n\n"
+            and not self._buf
+            and not self._skip_lf
+            and not self._has_data
+            and self._event is None
+            and self._retry is None
+            and 13 not in chunk
+        ):
+            # fastest path (what an upstream sends in one HTTP chunk): whole LF-only events, nothing
+            # pending. Each ``\n\n``-separated block is one event; ``data: X`` and
+            # ``event: E\ndata: X`` are built directly, any other block goes line by line.
+            return self._whole_events(chunk)
         if not self._skip_lf and 13 not in chunk:
             # fast path (LF-only input, the common case): split once, keep the unterminated tail
             lines = chunk.split(b"\n")
@@ -106,6 +121,36 @@ class SSEDecoder:
             ev = self._line(line)
             if ev is not None:
                 out.append(ev)
+        return out
+
+    def _whole_events(self, chunk: bytes) -> list[SSEEvent]:
+        """``chunk`` is whole LF-only events (it ends with a blank line) and nothing is pending."""
+        out: list[SSEEvent] = []
+        append = out.append
+        ident = self._id
+        clean = True  # no retry value pending (the only state a dispatched block can leave behind)
+        for block in chunk[:-2].split(b"\n\n"):
+            if clean:
+                if block[:6] == b"data: ":
+                    if b"\n" not in block:
+                        append(_new_event(SSEEvent, (block[6:].decode("utf-8", "replace"), None, ident, None)))
+                        continue
+                elif block[:7] == b"event: ":
+                    nl = block.find(b"\n", 7)
+                    if nl != -1 and block[nl + 1 : nl + 7] == b"data: " and block.find(b"\n", nl + 1) == -1:
+                        data = block[nl + 7 :].decode("utf-8", "replace")
+                        append(_new_event(SSEEvent, (data, block[7:nl].decode("utf-8", "replace"), ident, None)))
+                        continue
+            # anything else (comments, id/retry, multi-line data, blank runs): the general line rules;
+            # the block is followed by an empty line, which dispatches
+            line_fn = self._line
+            for line in block.split(b"\n"):
+                line_fn(line)
+            ev = line_fn(b"")
+            if ev is not None:
+                append(ev)
+            ident = self._id
+            clean = self._retry is None
         return out
 
     def close(self) -> list[SSEEvent]:

@@ -18,9 +18,9 @@ from __future__ import annotations
 import logging
 from enum import Enum
 
+from dragoman.errors import TranslationError
 from dragoman.errors import TranslatorStateError
 from dragoman.errors import UpstreamProtocolError
-from dragoman.errors import TranslationError
 from dragoman.ir.common import ErrorInfo
 from dragoman.ir.common import ErrorKind
 from dragoman.ir.events import StreamError

@@ -8,6 +8,14 @@ What the IR cannot carry is recorded by NAME in ``Request.dropped`` / ``ctx.drop
 top-level fields (``cache_control``, ``context_management``, ``mcp_servers``, ``container``,
 ``service_tier``, ...), ``cache_control`` on blocks, ``citations``, server-tool blocks
 (``server_tool_use``, ``web_search_tool_result``, ``mcp_tool_use``, ...).
+
+Stream hot path: ``content_block_delta`` (~95 % of a stream), ``content_block_stop`` and ``ping`` are
+parsed with ``orjson`` and read as dicts, with the exact checks the pydantic models make (``index`` an
+int, the delta's text field a str); anything else, or any of those three that fails the checks, goes
+through ``m.EVENT_ADAPTER.validate_json`` as before (same models, same errors). Measured on one
+``content_block_delta`` (issue 6): the callable-discriminated union 4.4 µs, a ``Literal``/
+``Field(discriminator="type")`` union 3.3 µs, the bare model alone 3.0 µs, ``orjson.loads`` + dict
+access 0.9 µs; pydantic cannot get near orjson because it builds model instances (with an extra dict).
 """
 
 from __future__ import annotations
@@ -64,6 +72,15 @@ from dragoman.protocols.base import StreamDecoder
 from dragoman.sse.events import SSEEvent
 
 logger = logging.getLogger(__name__)
+
+_loads = orjson.loads
+#: delta ``type`` -> the field carrying its string (the models' required field)
+_DELTA_FIELDS = {
+    "text_delta": "text",
+    "thinking_delta": "thinking",
+    "signature_delta": "signature",
+    "input_json_delta": "partial_json",
+}
 
 #: Anthropic error ``type`` -> (IR kind, HTTP status)
 ERROR_TYPES: dict[str, tuple[ErrorKind, int]] = {
@@ -464,6 +481,28 @@ class AnthropicStreamDecoder(StreamDecoder):
 
     def feed(self, ev: SSEEvent) -> list[StreamEvent]:
         data = ev.data
+        try:
+            obj = _loads(data)
+        except orjson.JSONDecodeError:
+            obj = None
+        if type(obj) is dict:
+            t = obj.get("type")
+            if t == "content_block_delta":
+                idx = obj.get("index")
+                d = obj.get("delta")
+                if type(idx) is int and type(d) is dict:
+                    dt = d.get("type")
+                    field = _DELTA_FIELDS.get(dt) if type(dt) is str else None
+                    if field is not None:
+                        value = d.get(field)
+                        if type(value) is str:
+                            return self._apply_delta(idx, dt, value)
+            elif t == "ping":
+                return []
+            elif t == "content_block_stop":
+                idx = obj.get("index")
+                if type(idx) is int:
+                    return self._stop_index(idx)
         if not data.strip():
             return []
         try:
@@ -562,33 +601,40 @@ class AnthropicStreamDecoder(StreamDecoder):
         return [SignatureDelta(idx, signature=sig)]
 
     def _delta(self, e: m.ContentBlockDeltaEvent) -> list[StreamEvent]:
-        idx = e.index
+        d = e.delta
+        if type(d) is m.OtherDelta:
+            return self._apply_delta(e.index, d.type, None)
+        return self._apply_delta(e.index, d.type, getattr(d, _DELTA_FIELDS[d.type]))
+
+    def _apply_delta(self, idx: int, dt: str, value: str | None) -> list[StreamEvent]:
+        """One valid delta: ``dt`` its type, ``value`` its text field (None for a type we do not model)."""
         kind = self._open.get(idx)
         if kind is None or self.phase is not Phase.STREAMING:
             raise UpstreamProtocolError(
                 f"content_block_delta for index {idx} without an open block in phase {self.phase.name}"
             )
-        d = e.delta
-        td = type(d)
         if kind is _Block.SWALLOWED:
             return []
-        if td is m.TextDeltaModel and kind is _Block.TEXT:
-            return [TextDelta(idx, d.text)] if d.text else []
-        if td is m.ThinkingDeltaModel and kind is _Block.THINKING:
-            return [ThinkingDelta(idx, d.thinking)] if d.thinking else []
-        if td is m.SignatureDeltaModel and kind is _Block.THINKING:
-            return self._signature(idx, d.signature)
-        if td is m.InputJsonDeltaModel:
+        if dt == "text_delta":
+            if kind is _Block.TEXT:
+                return [TextDelta(idx, value)] if value else []
+        elif dt == "thinking_delta":
+            if kind is _Block.THINKING:
+                return [ThinkingDelta(idx, value)] if value else []
+        elif dt == "input_json_delta":
             if kind is _Block.TOOL:
-                return [ToolArgsDelta(idx, d.partial_json)] if d.partial_json else []
+                return [ToolArgsDelta(idx, value)] if value else []
             if kind is _Block.CUSTOM_TOOL:
-                self._custom_buf[idx].append(d.partial_json)
+                self._custom_buf[idx].append(value)  # type: ignore[arg-type]
                 return []
-        if td is m.OtherDelta:
-            name = "citations" if d.type == "citations_delta" else d.type
+        elif dt == "signature_delta":
+            if kind is _Block.THINKING:
+                return self._signature(idx, value)  # type: ignore[arg-type]
+        else:
+            name = "citations" if dt == "citations_delta" else dt
             self.ctx.dropped.add(name)
             return []
-        raise UpstreamProtocolError(f"{d.type} in a {kind.value} block (index {idx}) in phase {self.phase.name}")
+        raise UpstreamProtocolError(f"{dt} in a {kind.value} block (index {idx}) in phase {self.phase.name}")
 
     def _finish_block(self, idx: int, kind: _Block) -> list[StreamEvent]:
         if kind is _Block.SWALLOWED:
@@ -606,12 +652,17 @@ class AnthropicStreamDecoder(StreamDecoder):
         return [BlockStop(idx)]
 
     def _block_stop(self, e: m.ContentBlockStopEvent) -> list[StreamEvent]:
-        kind = self._open.pop(e.index, None)
+        return self._stop_index(e.index)
+
+    def _stop_index(self, idx: int) -> list[StreamEvent]:
+        kind = self._open.pop(idx, None)
         if kind is None or self.phase is not Phase.STREAMING:
             raise UpstreamProtocolError(
-                f"content_block_stop for index {e.index} without an open block in phase {self.phase.name}"
+                f"content_block_stop for index {idx} without an open block in phase {self.phase.name}"
             )
-        return self._finish_block(e.index, kind)
+        if kind is _Block.TEXT or kind is _Block.THINKING or kind is _Block.TOOL:
+            return [BlockStop(idx)]
+        return self._finish_block(idx, kind)
 
     def _message_delta(self, e: m.MessageDeltaEvent) -> list[StreamEvent]:
         if self.phase is not Phase.STREAMING:

@@ -1,4 +1,13 @@
-"""OpenAI Responses -> IR: client requests, upstream whole responses, upstream errors and upstream SSE."""
+"""OpenAI Responses -> IR: client requests, upstream whole responses, upstream errors and upstream SSE.
+
+Stream hot path: the ``*.delta`` events (~95 % of a stream) are parsed with ``orjson`` and read as
+dicts, with the exact checks ``DeltaEvent`` makes (``delta`` a str, ``item_id`` a str or absent, the
+indices ints or absent); every other event, or a delta failing those checks, goes through
+``EVENT_ADAPTER.validate_json`` as before (same models, same errors). Measured (issue 6): pydantic's
+union costs 3-4.5 µs per small event whichever discriminator (callable or ``Field(discriminator=)``)
+against ~0.9 µs for ``orjson.loads`` + dict access: the model instances (and their extra dicts) are the
+cost, not the discriminator.
+"""
 
 from __future__ import annotations
 
@@ -49,6 +58,7 @@ from dragoman.protocols._wire import describe_validation_error
 from dragoman.protocols._wire import generic_error
 from dragoman.protocols.base import Context
 from dragoman.protocols.base import StreamDecoder
+from dragoman.protocols.openai_responses.models import DELTA_TYPES
 from dragoman.protocols.openai_responses.models import EVENT_ADAPTER
 from dragoman.protocols.openai_responses.models import REQUEST_ADAPTER
 from dragoman.protocols.openai_responses.models import RESPONSE_ADAPTER
@@ -61,6 +71,8 @@ from dragoman.protocols.openai_responses.models import OutputItemEvent
 from dragoman.protocols.openai_responses.models import ResponseObject
 
 logger = logging.getLogger(__name__)
+
+_loads = orjson.loads
 
 #: the namespace whose tools Codex calls by their bare name (no ``namespace`` field on the call)
 DEFAULT_NAMESPACE = "functions"
@@ -597,6 +609,8 @@ class _Item:
         self.summaries = 0  # reasoning summary parts started
 
 
+_ARGS_KEY = ("args", 0)
+
 _ITEM_KINDS = {
     "message": _ItemKind.MESSAGE,
     "reasoning": _ItemKind.REASONING,
@@ -635,6 +649,34 @@ class ResponsesStreamDecoder(StreamDecoder):
         if not data or data == "[DONE]":
             return []
         try:
+            obj = _loads(data)
+        except orjson.JSONDecodeError:
+            obj = None
+        if type(obj) is dict:
+            t = obj.get("type")
+            if type(t) is str and t in DELTA_TYPES:
+                delta = obj.get("delta")
+                item_id = obj.get("item_id")
+                oi = obj.get("output_index")
+                ci = obj.get("content_index")
+                si = obj.get("summary_index")
+                if (
+                    type(delta) is str
+                    and (item_id is None or type(item_id) is str)
+                    and (oi is None or type(oi) is int)
+                    and (ci is None or type(ci) is int)
+                    and (si is None or type(si) is int)
+                ):
+                    phase = self.phase
+                    if phase is Phase.DONE or phase is Phase.FAILED:
+                        logger.debug("ignoring Responses event %s after the terminal event", t)
+                        return []
+                    out: list[StreamEvent] = []
+                    if phase is Phase.WAITING:
+                        self._start(None, out)
+                    self._delta(t, item_id, oi, ci, si, delta, obj.get("logprobs"), out)
+                    return out
+        try:
             ev = EVENT_ADAPTER.validate_json(data)
         except ValidationError as e:
             raise UpstreamProtocolError(
@@ -644,13 +686,23 @@ class ResponsesStreamDecoder(StreamDecoder):
             if ev.type != "response.failed":
                 logger.debug("ignoring Responses event %s after the terminal event", ev.type)
             return []
-        out: list[StreamEvent] = []
+        out = []
         cls = type(ev)
         if cls is LifecycleEvent:
             self._lifecycle(ev, out)
         elif cls is DeltaEvent:
             self._start(None, out)
-            self._delta(ev, out)
+            extra = ev.__pydantic_extra__
+            self._delta(
+                ev.type,
+                ev.item_id,
+                ev.output_index,
+                ev.content_index,
+                ev.summary_index,
+                ev.delta,
+                extra.get("logprobs") if extra else None,
+                out,
+            )
         elif cls is DoneEvent:
             self._start(None, out)
             self._done(ev, out)
@@ -941,41 +993,58 @@ class ResponsesStreamDecoder(StreamDecoder):
 
     # ---------------------------------------------------------- deltas / dones
 
-    def _delta(self, ev: DeltaEvent, out: list[StreamEvent]) -> None:
-        st = self._lookup(ev.item_id, ev.output_index, ev.type)
-        if st.kind is _ItemKind.IGNORED:
+    def _delta(
+        self,
+        t: str,
+        item_id: str | None,
+        output_index: int | None,
+        content_index: int | None,
+        summary_index: int | None,
+        delta: str,
+        logprobs: Any,
+        out: list[StreamEvent],
+    ) -> None:
+        """One valid ``*.delta`` event (its fields as values: the fast path never builds a model)."""
+        st = self._items.get(item_id) if item_id is not None else None
+        if st is None:
+            st = self._lookup(item_id, output_index, t)
+        kind = st.kind
+        if kind is _ItemKind.IGNORED:
             return
-        t = ev.type
-        extra = ev.__pydantic_extra__
-        if extra and extra.get("logprobs"):
+        if logprobs:
             self.ctx.dropped.add("logprobs")
         if t == "response.output_text.delta" or t == "response.refusal.delta":
-            if st.kind is not _ItemKind.MESSAGE:
-                raise UpstreamProtocolError(f"{t} for a {st.kind.value} item (phase {self.phase.value})")
-            ci = ev.content_index or 0
-            b = self._part_block(
-                st, ci, BlockKind.TEXT if t == "response.output_text.delta" else BlockKind.REFUSAL, out
-            )
+            if kind is not _ItemKind.MESSAGE:
+                raise UpstreamProtocolError(f"{t} for a {kind.value} item (phase {self.phase.value})")
+            ci = content_index or 0
+            b = st.parts.get(ci)
+            if b is None:
+                b = self._part_block(
+                    st, ci, BlockKind.TEXT if t == "response.output_text.delta" else BlockKind.REFUSAL, out
+                )
             if not b.open:
                 raise UpstreamProtocolError(f"{t} after its content part was done (phase {self.phase.value})")
-            b.emitted[("text", ci)] = b.emitted.get(("text", ci), 0) + len(ev.delta)
-            out.append(TextDelta(b.index, ev.delta))
+            key = ("text", ci)
+            emitted = b.emitted
+            emitted[key] = emitted.get(key, 0) + len(delta)
+            out.append(TextDelta(b.index, delta))
         elif t == "response.reasoning_summary_text.delta":
             self._need(st, _ItemKind.REASONING, t)
-            self._summary_text(st, ev.summary_index or 0, ev.delta, out, full=False)
+            self._summary_text(st, summary_index or 0, delta, out, full=False)
         elif t == "response.reasoning_text.delta":
             self._need(st, _ItemKind.REASONING, t)
             b = st.block
             assert b is not None
-            key = ("raw", ev.content_index or 0)
-            b.emitted[key] = b.emitted.get(key, 0) + len(ev.delta)
-            out.append(ThinkingDelta(b.index, ev.delta))
+            key = ("raw", content_index or 0)
+            b.emitted[key] = b.emitted.get(key, 0) + len(delta)
+            out.append(ThinkingDelta(b.index, delta))
         else:  # function_call_arguments / custom_tool_call_input
             self._need(st, _ItemKind.FUNCTION if t == "response.function_call_arguments.delta" else _ItemKind.CUSTOM, t)
             b = st.block
             assert b is not None
-            b.emitted[("args", 0)] = b.emitted.get(("args", 0), 0) + len(ev.delta)
-            out.append(ToolArgsDelta(b.index, ev.delta))
+            emitted = b.emitted
+            emitted[_ARGS_KEY] = emitted.get(_ARGS_KEY, 0) + len(delta)
+            out.append(ToolArgsDelta(b.index, delta))
 
     def _need(self, st: _Item, kind: _ItemKind, t: str) -> None:
         if st.kind is not kind:
