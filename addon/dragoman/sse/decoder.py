@@ -22,7 +22,18 @@ class SSEDecoder:
     Memory is bounded by the longest single event: completed lines are handed on immediately.
     """
 
-    __slots__ = ("_buf", "_skip_lf", "_data", "_event", "_id", "_retry", "_has_data", "_closed", "comments")
+    __slots__ = (
+        "_buf",
+        "_skip_lf",
+        "_data",
+        "_event",
+        "_id",
+        "_retry",
+        "_has_data",
+        "_closed",
+        "_clean",
+        "comments",
+    )
 
     def __init__(self) -> None:
         self._buf = bytearray()
@@ -33,28 +44,50 @@ class SSEDecoder:
         self._retry: int | None = None
         self._has_data = False
         self._closed = False
+        #: nothing pending (no buffered bytes, no CR to skip, no partial event, no retry), not closed:
+        #: the only state in which the whole-event fast paths apply
+        self._clean = True
         #: number of comment lines seen (``: keepalive``); exposed for diagnostics
         self.comments = 0
 
     def feed(self, chunk: bytes) -> list[SSEEvent]:
+        if self._clean:
+            # fastest paths, only with nothing pending: one whole event (what an upstream sends per
+            # HTTP chunk: an optional ``event: E`` line, one ``data: X`` line, a blank line, LF only;
+            # found with memchr-based ``find``, cheaper than a regex on long data lines), or whole events
+            n = len(chunk) - 2
+            if chunk[:7] == b"event: ":
+                nl = chunk.find(b"\n", 7)
+                if (
+                    chunk[nl + 1 : nl + 7] == b"data: "
+                    and chunk.find(b"\n", nl + 7) == n
+                    and chunk[n:] == b"\n\n"
+                    and 13 not in chunk
+                ):
+                    data = chunk[nl + 7 : n].decode("utf-8", "replace")
+                    return [_new_event(SSEEvent, (data, chunk[7:nl].decode("utf-8", "replace"), self._id, None))]
+            elif chunk[:6] == b"data: " and chunk.find(b"\n", 6) == n and chunk[n:] == b"\n\n" and 13 not in chunk:
+                return [_new_event(SSEEvent, (chunk[6:n].decode("utf-8", "replace"), None, self._id, None))]
+            if chunk[-2:] == b"\n\n" and 13 not in chunk:
+                return self._whole_events(chunk)
+        out = self._feed_lines(chunk)
+        self._clean = (
+            not self._buf
+            and not self._skip_lf
+            and not self._has_data
+            and self._event is None
+            and self._retry is None
+            and not self._closed
+        )
+        return out
+
+    def _feed_lines(self, chunk: bytes) -> list[SSEEvent]:
+        """The general line-by-line rules (any line ends, partial lines and events across chunks)."""
         if self._closed:
             raise RuntimeError("SSEDecoder.feed() after close()")
         out: list[SSEEvent] = []
         if not chunk:
             return out
-        if (
-            chunk[-2:] == b"\n\n"
-            and not self._buf
-            and not self._skip_lf
-            and not self._has_data
-            and self._event is None
-            and self._retry is None
-            and 13 not in chunk
-        ):
-            # fastest path (what an upstream sends in one HTTP chunk): whole LF-only events, nothing
-            # pending. Each ``\n\n``-separated block is one event; ``data: X`` and
-            # ``event: E\ndata: X`` are built directly, any other block goes line by line.
-            return self._whole_events(chunk)
         if not self._skip_lf and 13 not in chunk:
             # fast path (LF-only input, the common case): split once, keep the unterminated tail
             lines = chunk.split(b"\n")
@@ -124,7 +157,9 @@ class SSEDecoder:
         return out
 
     def _whole_events(self, chunk: bytes) -> list[SSEEvent]:
-        """``chunk`` is whole LF-only events (it ends with a blank line) and nothing is pending."""
+        """``chunk`` is whole LF-only events (it ends with a blank line) and nothing is pending. Each
+        ``\n\n``-separated block is one event: ``data: X`` and ``event: E\ndata: X`` are built
+        directly, any other block goes line by line."""
         out: list[SSEEvent] = []
         append = out.append
         ident = self._id
@@ -151,12 +186,14 @@ class SSEDecoder:
                 append(ev)
             ident = self._id
             clean = self._retry is None
+        self._clean = clean
         return out
 
     def close(self) -> list[SSEEvent]:
         """End of input: a pending line is processed, and a pending event is dispatched."""
         if self._closed:
             return []
+        self._clean = False
         out: list[SSEEvent] = []
         if self._buf:
             line = bytes(self._buf)

@@ -41,6 +41,7 @@ from dragoman.ir.request import ToolChoice
 from dragoman.ir.request import ToolResultPart
 from dragoman.ir.response import Response
 from dragoman.protocols.anthropic_messages import CODEC
+from dragoman.protocols.anthropic_messages.encode import DEFAULT_MAX_TOKENS
 from dragoman.protocols.anthropic_messages.encode import UNANSWERED_TOOL_CALL
 from dragoman.protocols.base import Context
 from dragoman.sse import SSEDecoder
@@ -142,7 +143,20 @@ def test_system_placement_and_merging():
         },
     ]
     assert ctx.dropped.fields == ["system_message_moved"]
-    assert wire["max_tokens"] == 4096
+    assert wire["max_tokens"] == DEFAULT_MAX_TOKENS == 8192
+
+
+def test_default_max_tokens_leaves_room_for_thinking():
+    """A client without a limit (Codex never sends one) must not have its answer squeezed by thinking."""
+    req = Request(model="m", messages=[Message(role="user", parts=[TextPart("hi")])], reasoning=Reasoning(effort="medium"))
+    wire = CODEC.encode_request(req, Context())
+    assert wire["thinking"] == {"type": "enabled", "budget_tokens": 8192}
+    assert wire["max_tokens"] == 8192 + DEFAULT_MAX_TOKENS
+    # an explicit limit is kept, and the budget is clamped under it
+    req.max_tokens = 4000
+    wire = CODEC.encode_request(req, Context())
+    assert wire["max_tokens"] == 4000
+    assert wire["thinking"]["budget_tokens"] == 3999
 
 
 def test_tool_results_grouped_first_and_orphans_fixed():

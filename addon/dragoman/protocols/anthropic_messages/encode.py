@@ -14,7 +14,8 @@ Request encoding decisions (toward an Anthropic upstream):
 * Thinking in history: native signature -> ``thinking``; ``redacted_data`` -> ``redacted_thinking``;
   ``encrypted_content`` carried with ``carry.ANTHROPIC_TAG`` -> the original block; anything else has no
   valid signature, is dropped and recorded (``thinking_without_signature``).
-* ``max_tokens`` defaults to ``DEFAULT_MAX_TOKENS`` (4096) because Anthropic requires it.
+* ``max_tokens`` defaults to ``DEFAULT_MAX_TOKENS`` (8192) plus the thinking budget when thinking is on,
+  because Anthropic requires it and counts thinking inside it.
 * ``Reasoning``: ``budget_tokens`` as given; an effort -> budget per ``EFFORT_BUDGET`` (clamped below
   ``max_tokens``, at least 1024, else dropped); ``adaptive`` -> ``{"type":"adaptive"}`` plus
   ``output_config.effort``. With thinking on, ``temperature``/``top_k`` are dropped (the API rejects them).
@@ -72,7 +73,7 @@ from dragoman.sse.encoder import encode_json
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_MAX_TOKENS = 4096
+DEFAULT_MAX_TOKENS = 8192
 MIN_THINKING_BUDGET = 1024
 EFFORT_BUDGET = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 16384, "xhigh": 32000}
 #: IR effort -> Anthropic ``output_config.effort``
@@ -446,9 +447,17 @@ def encode_request(req: Request, ctx: Context) -> dict[str, Any]:
         out["system"] = system
     turns = _fix_tool_pairs(_build_turns(msgs[i:], ctx), ctx)
     out["messages"] = [{"role": t.role, "content": t.content()} for t in turns]
-    max_tokens = req.max_tokens if req.max_tokens is not None else DEFAULT_MAX_TOKENS
+    if req.max_tokens is not None:
+        max_tokens = req.max_tokens
+        thinking, effort = _thinking_config(req, max_tokens, ctx)
+    else:
+        # No limit from the client (Codex never sends one): Anthropic requires max_tokens and counts
+        # thinking inside it, so the default answer budget comes on top of the thinking budget.
+        thinking, effort = _thinking_config(req, 1 << 30, ctx)
+        max_tokens = DEFAULT_MAX_TOKENS
+        if thinking is not None and thinking.get("type") == "enabled":
+            max_tokens += thinking["budget_tokens"]
     out["max_tokens"] = max_tokens
-    thinking, effort = _thinking_config(req, max_tokens, ctx)
     thinking_on = thinking is not None and thinking["type"] != "disabled"
     if thinking is not None:
         out["thinking"] = thinking
