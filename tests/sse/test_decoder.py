@@ -123,3 +123,72 @@ def test_any_chunking_same_events(events, eol, cuts):
     pieces.append(data[prev:])
     assert decode(pieces) == whole
     assert len(whole) == len(events)
+
+
+# ---------------------------------------------------------------- whole-event fast paths (issue 6)
+# An upstream sends one event per HTTP chunk; the decoder builds ``data: X`` / ``event: E\ndata: X``
+# chunks directly and splits multi-event chunks on blank lines. Byte-by-byte feeding never takes those
+# paths, so it is the reference.
+
+
+def bytewise(data: bytes) -> list[SSEEvent]:
+    return decode([data[i : i + 1] for i in range(len(data))])
+
+
+@pytest.mark.parametrize(
+    "chunks,expected",
+    [
+        ([b"event: a\ndata: x\n\n"], [SSEEvent(data="x", event="a")]),
+        ([b"data: x\n\n"], [SSEEvent(data="x")]),
+        ([b"event: \ndata: \n\n"], [SSEEvent(data="", event="")]),
+        ([b"event: a:b\ndata: {\"k\": 1}\n\n"], [SSEEvent(data='{"k": 1}', event="a:b")]),
+        # id persists, retry belongs to the next dispatched event only
+        ([b"id: 5\n\n", b"data: a\n\n", b"data: b\n\n"], [SSEEvent(data="a", id="5"), SSEEvent(data="b", id="5")]),
+        ([b"retry: 10\n\n", b"data: a\n\n", b"data: b\n\n"], [SSEEvent(data="a", retry=10), SSEEvent(data="b")]),
+        ([b"retry: 10\n\ndata: a\n\ndata: b\n\n"], [SSEEvent(data="a", retry=10), SSEEvent(data="b")]),
+        # an event name without data is reset by the blank line
+        ([b"event: x\n\n", b"data: y\n\n"], [SSEEvent(data="y")]),
+        ([b"event: x\n\ndata: y\n\n"], [SSEEvent(data="y")]),
+        # not the simple shape: multi-line data, comments, blank runs, no space after the colon
+        ([b"data: a\ndata: b\n\n"], [SSEEvent(data="a\nb")]),
+        ([b": ping\n\nevent: e\ndata: z\n\n\n\n"], [SSEEvent(data="z", event="e")]),
+        ([b"event:e\ndata:z\n\n"], [SSEEvent(data="z", event="e")]),
+        ([b"event: e\ndata: z\nid: 9\n\n"], [SSEEvent(data="z", event="e", id="9")]),
+        # a pending partial line or event disables the fast paths for the next chunk
+        ([b"data: a", b"b\n\n"], [SSEEvent(data="ab")]),
+        ([b"data: a\n", b"data: b\n\n"], [SSEEvent(data="a\nb")]),
+        ([b"event: e\n", b"data: b\n\n"], [SSEEvent(data="b", event="e")]),
+        ([b"data: a\r", b"\ndata: b\n\n"], [SSEEvent(data="a\nb")]),
+        ([b"data: a\r\n\r\n", b"data: b\n\n"], [SSEEvent(data="a"), SSEEvent(data="b")]),
+        ([b"data: caf\xc3", b"\xa9\n\n", b"data: \xe2\x82\xac\n\n"], [SSEEvent(data="café"), SSEEvent(data="€")]),
+    ],
+)
+def test_whole_event_chunks(chunks, expected):
+    assert decode(chunks) == expected
+    assert bytewise(b"".join(chunks)) == expected
+
+
+_line = st.one_of(
+    st.builds(lambda t: f"data: {t}", _text),
+    st.builds(lambda t: f"data:{t}", _text),
+    st.builds(lambda t: f"event: {t}", _text),
+    st.builds(lambda t: f"id: {t}", _text.filter(lambda s: "\0" not in s)),
+    st.builds(lambda n: f"retry: {n}", st.integers(min_value=0, max_value=99999)),
+    st.builds(lambda t: f": {t}", _text),
+    st.just("data"),
+    st.just("unknown: field"),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    blocks=st.lists(st.lists(_line, max_size=4), max_size=8),
+    eol=st.sampled_from(["\n", "\n", "\r\n", "\r"]),
+    per_block=st.booleans(),
+)
+def test_fast_paths_match_line_rules(blocks, eol, per_block):
+    """Any mix of events, one block per chunk or all at once, decodes exactly as byte by byte."""
+    texts = ["".join(line + eol for line in lines) + eol for lines in blocks]
+    data = "".join(texts).encode()
+    chunks = [t.encode() for t in texts] if per_block else [data]
+    assert decode(chunks) == bytewise(data)

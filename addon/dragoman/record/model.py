@@ -1,0 +1,154 @@
+"""``Exchange``: one recorded request/response pair, as written to ``DIR/<session>/NNN-<slug>.json``.
+
+Readable and diffable: request bodies that are JSON are stored parsed (``Body.json``); response bodies are
+stored byte-exact as text (``Body.text``, or ``Body.b64`` when not UTF-8). The upstream body keeps its
+original chunk boundaries and arrival times in ``HttpResponse.chunks``: ``[offset, seconds]`` pairs, the
+byte offset where each chunk starts in the body and when it arrived, counted from the response headers.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic import ConfigDict
+from pydantic import Field
+
+logger = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 1
+
+#: a header list keeps order and repeated names: ``[["content-type", "application/json"], ...]``
+HeaderList = list[tuple[str, str]]
+
+
+class Body(BaseModel):
+    """A body as JSON (parsed, for requests), text (byte-exact UTF-8) or base64 (anything else)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    json_: Any = Field(default=None, alias="json")
+    text: str | None = None
+    b64: str | None = None
+
+    @classmethod
+    def of(cls, data: bytes | None, parse_json: bool = False) -> Body:
+        if not data:
+            return cls(text="")
+        if parse_json:
+            try:
+                return cls(json=json.loads(data))
+            except ValueError:
+                pass
+        try:
+            return cls(text=data.decode("utf-8"))
+        except UnicodeDecodeError:
+            return cls(b64=base64.b64encode(data).decode("ascii"))
+
+    def raw(self) -> bytes:
+        """The bytes (a JSON body is re-serialized compactly, so not byte-exact)."""
+        if self.b64 is not None:
+            return base64.b64decode(self.b64)
+        if self.text is not None:
+            return self.text.encode("utf-8")
+        if self.json_ is not None:
+            return json.dumps(self.json_, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        return b""
+
+    def parsed(self) -> Any:
+        """The body as JSON, or None when it is not JSON."""
+        if self.json_ is not None:
+            return self.json_
+        try:
+            return json.loads(self.raw())
+        except ValueError:
+            return None
+
+
+class HttpRequest(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    method: str = "POST"
+    url: str = ""
+    http_version: str = "HTTP/1.1"
+    headers: HeaderList = Field(default_factory=list)
+    body: Body = Field(default_factory=Body)
+
+    def header(self, name: str) -> str | None:
+        name = name.lower()
+        for k, v in self.headers:
+            if k.lower() == name:
+                return v
+        return None
+
+
+class HttpResponse(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    status: int
+    reason: str = ""
+    http_version: str = "HTTP/1.1"
+    headers: HeaderList = Field(default_factory=list)
+    body: Body = Field(default_factory=Body)
+    #: seconds from the request being sent to the response headers (upstream side only)
+    headers_delay: float = 0.0
+    #: streamed bodies: ``[byte offset where the chunk starts, seconds after the headers]`` per chunk
+    chunks: list[tuple[int, float]] | None = None
+    #: the body ended early (connection lost): replay closes the connection the same way
+    truncated: bool = False
+
+    def header(self, name: str) -> str | None:
+        name = name.lower()
+        for k, v in self.headers:
+            if k.lower() == name:
+                return v
+        return None
+
+    def chunk_bytes(self) -> list[tuple[bytes, float]]:
+        """The body split at the recorded chunk boundaries, with arrival times."""
+        data = self.body.raw()
+        if not self.chunks:
+            return [(data, 0.0)] if data else []
+        out = []
+        for i, (start, t) in enumerate(self.chunks):
+            end = self.chunks[i + 1][0] if i + 1 < len(self.chunks) else len(data)
+            out.append((data[start:end], t))
+        return out
+
+
+class Exchange(BaseModel):
+    """One client request, the request sent upstream, the upstream response and the client's response."""
+
+    model_config = ConfigDict(extra="allow")
+
+    schema_version: int = SCHEMA_VERSION
+    seq: int = 0
+    started: str = ""  # ISO 8601, UTC
+    flow_id: str | None = None
+    #: protocols: the client's, and the upstream's (equal when passed through)
+    client_protocol: str | None = None
+    upstream_protocol: str | None = None
+    client_model: str | None = None
+    upstream_model: str | None = None
+    stream: bool = False
+    #: names of fields not carried to the other protocol (never values)
+    dropped: list[str] = Field(default_factory=list)
+    client_request: HttpRequest
+    upstream_request: HttpRequest | None = None
+    upstream_response: HttpResponse | None = None
+    client_response: HttpResponse | None = None
+    #: the flow's error (connection refused, upstream died mid-stream), if any
+    error: str | None = None
+    #: where a constructed recording comes from (repository, path, commit, license) and how it was built
+    source: dict[str, Any] | None = None
+    note: str | None = None
+
+    def to_json(self) -> str:
+        return self.model_dump_json(indent=2, by_alias=True, exclude_none=True) + "\n"
+
+    @classmethod
+    def from_json(cls, data: str | bytes) -> Exchange:
+        return cls.model_validate_json(data)
