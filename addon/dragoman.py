@@ -3,6 +3,14 @@
 Keep this to a few import lines: only this file hot-reloads, the package is installed (pip install -e .).
 """
 
+from dragoman.mitm.endpoints import Endpoints
+from dragoman.mitm.recorder import Recorder
+from dragoman.mitm.replayer import Replayer
 from dragoman.mitm.translate_addon import Translate
 
-addons = [Translate()]
+# Endpoints first: it answers HEAD /, /v1/models, count_tokens and WebSocket upgrades before Translate looks
+# Replayer/Recorder come in two halves: `.before` sees the client's request before Translate rewrites it,
+# the addon itself sees the translated request and wraps the stream callable Translate installed.
+recorder = Recorder()
+replayer = Replayer()
+addons = [Endpoints(), replayer.before, recorder.before, Translate(), replayer, recorder]

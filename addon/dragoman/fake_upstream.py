@@ -22,6 +22,11 @@ is a scenario name, else by the server default:
   midstream_error  a few text events, then the protocol's in-stream error event
   stall       the first text delta, then a pause of ``stall`` seconds (header ``x-fake-stall``), then the rest
   drop        a few text events, then the connection is closed without the terminating chunk
+  length      the text, then a length stop (Anthropic ``max_tokens``, Chat ``length``, Responses
+              ``response.incomplete`` with reason ``max_output_tokens``)
+  custom      one call of a freeform (custom) tool ``apply_patch`` with a patch as raw input: Responses sends
+              a native ``custom_tool_call``; Anthropic and Chat, which have no custom tools, call the function
+              Dragoman offered for it, with the raw input in its one string property ``input``
 
 Every request is remembered (``FakeUpstream.requests``: method, path, headers, parsed body) so tests
 can check what reached the upstream.
@@ -42,7 +47,7 @@ from typing import Any
 
 logger = logging.getLogger(__name__)
 
-SCENARIOS = ("text", "thinking", "tools", "error429", "midstream_error", "stall", "drop")
+SCENARIOS = ("text", "thinking", "tools", "error429", "midstream_error", "stall", "drop", "length", "custom")
 
 TEXT_PIECES = ("Hello", " from", " the", " fake", " upstream", ".")
 TEXT = "".join(TEXT_PIECES)
@@ -54,6 +59,16 @@ TOOL_CALLS = (
     ("call_weather_1", "get_weather", ('{"city"', ': "Par', 'is", "unit"', ': "c"}')),
     ("call_time_2", "get_time", ('{"tz"', ': "Asia/', 'Tokyo"', "}")),
 )
+PATCH = '*** Begin Patch\n*** Add File: hello.txt\n+hello "world"\n*** End Patch'
+_PATCH_ARGS = json.dumps({"input": PATCH})
+CUSTOM_CALL = ("call_patch_1", "apply_patch", (_PATCH_ARGS[:20], _PATCH_ARGS[20:45], _PATCH_ARGS[45:]))
+
+
+def _calls(scenario: str) -> tuple:
+    """The function calls a scenario answers with (custom: the function standing in for the freeform tool)."""
+    return TOOL_CALLS if scenario == "tools" else (CUSTOM_CALL,) if scenario == "custom" else ()
+
+
 ERROR_429_MESSAGE = "Rate limited by the fake upstream, retry later"
 MIDSTREAM_ERROR_MESSAGE = "The fake upstream broke down mid-stream"
 USAGE_IN = 12
@@ -119,12 +134,13 @@ def anthropic_reply(scenario: str, model: str, stream: bool) -> Reply:
     blocks: list[dict] = []
     if scenario == "thinking":
         blocks.append({"type": "thinking", "thinking": THINKING, "signature": SIGNATURE})
-    if scenario == "tools":
-        for cid, name, frags in TOOL_CALLS:
+    calls = _calls(scenario)
+    if calls:
+        for cid, name, frags in calls:
             blocks.append({"type": "tool_use", "id": cid, "name": name, "input": json.loads("".join(frags))})
     else:
         blocks.append({"type": "text", "text": TEXT})
-    stop = "tool_use" if scenario == "tools" else "end_turn"
+    stop = "tool_use" if calls else "max_tokens" if scenario == "length" else "end_turn"
     if not stream:
         msg = {
             "id": "msg_fake_1",
@@ -194,7 +210,7 @@ def anthropic_reply(scenario: str, model: str, stream: bool) -> Reply:
                     "content_block_start",
                 )
             )
-            for frag in TOOL_CALLS[i][2]:
+            for frag in calls[i][2]:
                 ev.append(
                     _sse(
                         {
@@ -268,15 +284,16 @@ def chat_reply(scenario: str, model: str, stream: bool, include_usage: bool) -> 
         "prompt_tokens_details": {"cached_tokens": 0},
         "completion_tokens_details": {"reasoning_tokens": 0},
     }
-    finish = "tool_calls" if scenario == "tools" else "stop"
+    calls = _calls(scenario)
+    finish = "tool_calls" if calls else "length" if scenario == "length" else "stop"
     if not stream:
-        message: dict[str, Any] = {"role": "assistant", "content": None if scenario == "tools" else TEXT}
+        message: dict[str, Any] = {"role": "assistant", "content": None if calls else TEXT}
         if scenario == "thinking":
             message["reasoning_content"] = THINKING
-        if scenario == "tools":
+        if calls:
             message["tool_calls"] = [
                 {"id": cid, "type": "function", "function": {"name": name, "arguments": "".join(frags)}}
-                for cid, name, frags in TOOL_CALLS
+                for cid, name, frags in calls
             ]
         body = {
             "id": "chatcmpl-fake1",
@@ -304,8 +321,8 @@ def chat_reply(scenario: str, model: str, stream: bool, include_usage: bool) -> 
     if scenario == "thinking":
         for piece in THINKING_PIECES:
             ev.append(chunk({"reasoning_content": piece}))
-    if scenario == "tools":
-        for i, (cid, name, _frags) in enumerate(TOOL_CALLS):
+    if calls:
+        for i, (cid, name, _frags) in enumerate(calls):
             ev.append(
                 chunk(
                     {
@@ -316,8 +333,8 @@ def chat_reply(scenario: str, model: str, stream: bool, include_usage: bool) -> 
                 )
             )
         # interleave the two calls' argument fragments: 0, 1, 0, 1, ...
-        for n in range(max(len(f) for _, _, f in TOOL_CALLS)):
-            for i, (_cid, _name, frags) in enumerate(TOOL_CALLS):
+        for n in range(max(len(f) for _, _, f in calls)):
+            for i, (_cid, _name, frags) in enumerate(calls):
                 if n < len(frags):
                     ev.append(chunk({"tool_calls": [{"index": i, "function": {"arguments": frags[n]}}]}))
     else:
@@ -383,6 +400,17 @@ def responses_reply(scenario: str, model: str, stream: bool) -> Reply:
                     "arguments": "".join(frags),
                 }
             )
+    elif scenario == "custom":
+        items.append(
+            {
+                "id": "ctc_fake_1",
+                "type": "custom_tool_call",
+                "status": "completed",
+                "call_id": CUSTOM_CALL[0],
+                "name": CUSTOM_CALL[1],
+                "input": PATCH,
+            }
+        )
     else:
         items.append(
             {
@@ -411,8 +439,16 @@ def responses_reply(scenario: str, model: str, stream: bool) -> Reply:
             "usage": usage if with_usage else None,
         }
 
+    final_status = "incomplete" if scenario == "length" else "completed"
+
+    def final_obj() -> dict:
+        obj = response_obj(final_status, items, True)
+        if scenario == "length":
+            obj["incomplete_details"] = {"reason": "max_output_tokens"}
+        return obj
+
     if not stream:
-        return Reply(json_body=response_obj("completed", items, True))
+        return Reply(json_body=final_obj())
 
     reply = Reply()
     seq = [0]
@@ -470,6 +506,32 @@ def responses_reply(scenario: str, model: str, stream: bool) -> Reply:
                     "output_index": oi,
                     "summary_index": 0,
                     "part": {"type": "summary_text", "text": THINKING},
+                }
+            )
+            emit({"type": "response.output_item.done", "output_index": oi, "item": item})
+        elif item["type"] == "custom_tool_call":
+            emit(
+                {
+                    "type": "response.output_item.added",
+                    "output_index": oi,
+                    "item": {**item, "status": "in_progress", "input": ""},
+                }
+            )
+            for piece in (PATCH[:15], PATCH[15:]):
+                emit(
+                    {
+                        "type": "response.custom_tool_call_input.delta",
+                        "item_id": item["id"],
+                        "output_index": oi,
+                        "delta": piece,
+                    }
+                )
+            emit(
+                {
+                    "type": "response.custom_tool_call_input.done",
+                    "item_id": item["id"],
+                    "output_index": oi,
+                    "input": PATCH,
                 }
             )
             emit({"type": "response.output_item.done", "output_index": oi, "item": item})
@@ -560,7 +622,8 @@ def responses_reply(scenario: str, model: str, stream: bool) -> Reply:
                 }
             )
             emit({"type": "response.output_item.done", "output_index": oi, "item": it})
-    emit({"type": "response.completed", "response": response_obj("completed", items, True)})
+    terminal = "response.incomplete" if scenario == "length" else "response.completed"
+    emit({"type": terminal, "response": final_obj()})
     reply.events = ev
     return reply
 

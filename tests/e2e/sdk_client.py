@@ -37,6 +37,9 @@ TOOLS = [
     ),
 ]
 PROMPT = "Say hello."
+#: the freeform tool of the "custom" scenario; clients without custom tools offer it as a function
+PATCH_TOOL_DESC = "Apply a patch to files"
+PATCH_FUNCTION_SCHEMA = {"type": "object", "properties": {"input": {"type": "string"}}, "required": ["input"]}
 
 
 class Timer:
@@ -69,6 +72,8 @@ def run_anthropic(sc: dict, timer: Timer) -> dict:
     }
     if sc["scenario"] == "tools":
         kwargs["tools"] = [{"name": n, "description": d, "input_schema": s} for n, d, s in TOOLS]
+    if sc["scenario"] == "custom":
+        kwargs["tools"] = [{"name": "apply_patch", "description": PATCH_TOOL_DESC, "input_schema": PATCH_FUNCTION_SCHEMA}]
     if sc["scenario"] == "thinking":
         kwargs["thinking"] = {"type": "enabled", "budget_tokens": 1024}
         kwargs["max_tokens"] = 2048
@@ -119,6 +124,13 @@ def run_chat(sc: dict, timer: Timer) -> dict:
     if sc["scenario"] == "tools":
         kwargs["tools"] = [
             {"type": "function", "function": {"name": n, "description": d, "parameters": s}} for n, d, s in TOOLS
+        ]
+    if sc["scenario"] == "custom":
+        kwargs["tools"] = [
+            {
+                "type": "function",
+                "function": {"name": "apply_patch", "description": PATCH_TOOL_DESC, "parameters": PATCH_FUNCTION_SCHEMA},
+            }
         ]
     if sc["scenario"] == "thinking":
         kwargs["reasoning_effort"] = "low"
@@ -186,15 +198,22 @@ def run_responses(sc: dict, timer: Timer) -> dict:
         kwargs["tools"] = [
             {"type": "function", "name": n, "description": d, "parameters": s, "strict": False} for n, d, s in TOOLS
         ]
+    if sc["scenario"] == "custom":
+        kwargs["tools"] = [{"type": "custom", "name": "apply_patch", "description": PATCH_TOOL_DESC}]
     if sc["scenario"] == "thinking":
         kwargs["reasoning"] = {"effort": "low", "summary": "auto"}
     if sc["mode"] == "create":
         resp = client.responses.create(**kwargs)
     else:
+        incomplete = None
         with client.responses.stream(**kwargs) as stream:
             for ev in stream:
                 if ev.type == "response.output_text.delta":
                     timer.delta()
+                elif ev.type == "response.incomplete":
+                    # the SDK's accumulator only finishes on response.completed (as with OpenAI itself):
+                    # a length stop is read from the terminal event, as real clients (Codex) do
+                    incomplete = ev.response
                 elif ev.type == "error":
                     return {"ok": False, "error_type": "error-event", "status": None, "message": ev.message}
                 elif ev.type == "response.failed":
@@ -205,7 +224,7 @@ def run_responses(sc: dict, timer: Timer) -> dict:
                         "status": None,
                         "message": err.message if err else "",
                     }
-            resp = stream.get_final_response()
+            resp = incomplete if incomplete is not None else stream.get_final_response()
     out: dict = {
         "ok": True,
         "text": "",
@@ -214,6 +233,7 @@ def run_responses(sc: dict, timer: Timer) -> dict:
         "tool_calls": [],
         "stop": resp.status,
         "model": resp.model,
+        "custom_calls": [],
     }
     for item in resp.output:
         if item.type == "message":
@@ -227,6 +247,10 @@ def run_responses(sc: dict, timer: Timer) -> dict:
             out["tool_calls"].append(
                 {"id": item.call_id, "name": item.name, "arguments": json.loads(item.arguments or "{}")}
             )
+        elif item.type == "custom_tool_call":
+            out["custom_calls"].append({"id": item.call_id, "name": item.name, "input": item.input})
+    if resp.incomplete_details is not None:
+        out["incomplete_reason"] = resp.incomplete_details.reason
     return out
 
 

@@ -38,6 +38,7 @@ UPSTREAM_PATHS = {
 }
 OK_STOP = {"anthropic": "end_turn", "openai-chat": "stop", "openai-responses": "completed"}
 TOOL_STOP = {"anthropic": "tool_use", "openai-chat": "tool_calls", "openai-responses": "completed"}
+LENGTH_STOP = {"anthropic": "max_tokens", "openai-chat": "length", "openai-responses": "incomplete"}
 
 
 def codec_ready(protocol: str) -> bool:
@@ -105,6 +106,36 @@ def test_two_parallel_tool_calls(direction, mode, proxies, fake, run_client):
     assert all(ids) and len(set(ids)) == 2
     assert res["stop"] == TOOL_STOP[client]
     assert seen.body.get("tools"), "the tool definitions must reach the upstream"
+
+
+@pytest.mark.parametrize("mode", ["create", "stream"])
+def test_length_stop(direction, mode, proxies, fake, run_client):
+    client, target = direction
+    res, _ = run_client(proxies(target), fake, client, mode, "length")
+    assert res["ok"], res
+    assert res["text"] == fu.TEXT
+    assert res["stop"] == LENGTH_STOP[client]
+    if client == "openai-responses":
+        assert res["incomplete_reason"] == "max_output_tokens"
+
+
+@pytest.mark.parametrize("mode", ["create", "stream"])
+def test_custom_tool_call(direction, mode, proxies, fake, run_client):
+    """A freeform (custom) tool: a Responses client gets a ``custom_tool_call`` with the raw input back,
+    whatever the upstream; other clients see the function Dragoman offered for it (one ``input`` string)."""
+    client, target = direction
+    res, seen = run_client(proxies(target), fake, client, mode, "custom")
+    assert res["ok"], res
+    if client == "openai-responses":
+        assert res["custom_calls"] == [{"id": fu.CUSTOM_CALL[0], "name": "apply_patch", "input": fu.PATCH}]
+        assert res["tool_calls"] == []
+        if target != "openai-responses":
+            # offered upstream as a function with one string parameter
+            tools = seen.body["tools"]
+            names = [t.get("name") or t.get("function", {}).get("name") for t in tools]
+            assert names == ["apply_patch"]
+    else:
+        assert [(c["name"], c["arguments"]) for c in res["tool_calls"]] == [("apply_patch", {"input": fu.PATCH})]
 
 
 @pytest.mark.parametrize("mode", ["create", "stream"])

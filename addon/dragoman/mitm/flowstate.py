@@ -13,6 +13,8 @@ logger = logging.getLogger(__name__)
 
 #: key in ``flow.metadata`` for the JSON-able summary of a translated flow (saved with ``-w``)
 METADATA_KEY = "dragoman"
+#: key in ``flow.metadata``: the upstream protocol for this flow, overriding ``dragoman_target`` (set by the Replayer)
+TARGET_OVERRIDE_KEY = "dragoman_target_override"
 
 
 @dataclass(slots=True)

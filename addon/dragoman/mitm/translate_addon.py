@@ -27,7 +27,9 @@ from mitmproxy.net.http import status_codes
 from dragoman.errors import TranslationError
 from dragoman.ir.common import ErrorInfo
 from dragoman.ir.common import ErrorKind
+from dragoman.mitm import hosts
 from dragoman.mitm.flowstate import METADATA_KEY
+from dragoman.mitm.flowstate import TARGET_OVERRIDE_KEY
 from dragoman.mitm.flowstate import FlowState
 from dragoman.mitm.flowstate import FlowStates
 from dragoman.protocols import Protocol
@@ -132,7 +134,8 @@ def client_key(headers: http.Headers) -> str | None:
 
 
 def default_match(flow: http.HTTPFlow) -> bool:
-    return flow.request.method == "POST" and detect(flow.request.path) is not None
+    """POSTs to the official endpoints in every mode, to any endpoint path in reverse mode (see hosts.py)."""
+    return hosts.default_match(flow)
 
 
 class Translate:
@@ -186,7 +189,9 @@ class Translate:
             str,
             "",
             "mitmproxy filter expression selecting the flows to translate (they must also have an endpoint "
-            "path). Empty: POST requests to /v1/messages, /chat/completions or /responses.",
+            "path). Empty: POSTs to the official endpoints (api.anthropic.com/v1/messages, "
+            "api.openai.com/v1/chat/completions and /v1/responses, chatgpt.com/backend-api/codex/responses) in "
+            "every mode, and to any /v1/messages, /chat/completions or /responses path in reverse mode.",
         )
         loader.add_option(
             "dragoman_strict",
@@ -264,7 +269,9 @@ class Translate:
     # -- hooks
 
     def request(self, flow: http.HTTPFlow) -> None:
-        target = self.target
+        # the Replayer sets the recorded upstream's protocol per flow
+        override = flow.metadata.get(TARGET_OVERRIDE_KEY)
+        target = Protocol(override) if override else self.target
         if target is None:
             return
         if flow.response is not None or flow.error is not None or flow.is_replay:

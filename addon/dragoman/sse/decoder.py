@@ -180,7 +180,9 @@ class SSEDecoder:
             # the block is followed by an empty line, which dispatches
             line_fn = self._line
             for line in block.split(b"\n"):
-                line_fn(line)
+                ev = line_fn(line)
+                if ev is not None:  # a blank line inside the block (``\n\n\n`` runs)
+                    append(ev)
             ev = line_fn(b"")
             if ev is not None:
                 append(ev)

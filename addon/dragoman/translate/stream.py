@@ -39,6 +39,11 @@ class Phase(Enum):
     CLOSED = "closed"
 
 
+_ERROR = Phase.ERROR
+_DONE = Phase.DONE
+_STREAMING = Phase.STREAMING
+
+
 class StreamTranslator:
     __slots__ = ("phase", "_sse", "_dec", "_enc", "events_in", "error_info")
 
@@ -56,26 +61,30 @@ class StreamTranslator:
         phase = self.phase
         if phase is Phase.CLOSED:
             raise TranslatorStateError("feed() after close()")
-        if phase is Phase.ERROR or not data:
+        if phase is _ERROR or not data:
             return b""
+        # the hot path (one call per upstream HTTP chunk): locals only, one join at the end
+        out: list[bytes] = []
         try:
-            out = bytearray()
-            enc = self._enc
+            events = self._sse.feed(data)
+            if not events:
+                return b""
+            append = out.append
+            encode = self._enc.encode
             dec = self._dec
-            for sse in self._sse.feed(data):
+            dec_feed = dec.feed
+            for sse in events:
                 self.events_in += 1
-                for ev in dec.feed(sse):
+                for ev in dec_feed(sse):
                     if type(ev) is StreamError:
-                        out += self._to_error(ev.error)
-                        return bytes(out)
-                    out += enc.encode(ev)
-                if self.phase is Phase.WAITING:
-                    self.phase = Phase.STREAMING
-                if dec.done:
-                    self.phase = Phase.DONE
-            return bytes(out)
+                        append(self._to_error(ev.error))
+                        return b"".join(out)
+                    append(encode(ev))
+            # phase after the events: STREAMING once any event was seen, DONE once the decoder is done
+            self.phase = _DONE if dec.done else _STREAMING
+            return b"".join(out)
         except Exception as e:  # noqa: BLE001 - nothing may escape into mitmproxy's stream callable
-            return bytes(out) + self._to_error(self._describe(e))
+            return b"".join(out) + self._to_error(self._describe(e))
 
     def close(self) -> bytes:
         """End of upstream bytes. Idempotent (HTTP/2 may signal the end twice)."""

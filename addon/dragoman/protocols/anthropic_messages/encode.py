@@ -590,22 +590,78 @@ class BlockStatus(Enum):
     DONE = "done"
 
 
+class _Run:
+    """Consecutive buffered deltas of one type, kept as text pieces (compacted every ``_COMPACT``
+    appends) instead of one IR object per fragment: a buffered tool call costs memory proportional to
+    its text. Replayed as ONE delta of the joined text (the client concatenates fragments anyway)."""
+
+    __slots__ = ("cls", "index", "parts", "limit")
+
+    def __init__(self, cls: type, index: int, text: str) -> None:
+        self.cls = cls
+        self.index = index
+        self.parts = [text]
+        self.limit = _COMPACT
+
+    def add(self, text: str) -> None:
+        parts = self.parts
+        parts.append(text)
+        if len(parts) >= self.limit:
+            start = self.limit - _COMPACT
+            parts[start:] = ["".join(parts[start:])]
+            self.limit = start + 1 + _COMPACT
+
+    def event(self) -> StreamEvent:
+        return self.cls(self.index, "".join(self.parts))
+
+
+_COMPACT = 256
+_TEXT_EVENTS = (TextDelta, ThinkingDelta, ToolArgsDelta)
+
+
 class _OutBlock:
-    __slots__ = ("kind", "status", "start", "buffer", "signature", "encrypted", "item_id", "wire_index")
+    __slots__ = ("kind", "status", "start", "buffer", "signature", "encrypted", "item_id", "wire_index", "prefix")
 
     def __init__(self, start: BlockStart) -> None:
         self.kind = start.kind
         self.status = BlockStatus.PENDING
         self.start = start
-        self.buffer: list[StreamEvent] = []
+        self.buffer: list[Any] = []  # IR events and _Run
         self.signature: str | None = None
         self.encrypted: str | None = None
         self.item_id = start.item_id
         self.wire_index = -1
+        #: the bytes of a content_block_delta event up to its text value (set when opened on the wire)
+        self.prefix = b""
 
 
 _TOOL_KINDS = (BlockKind.TOOL_CALL, BlockKind.CUSTOM_TOOL_CALL)
+#: the fast path's (IR delta type, block kind) pairs -> the wire delta's head (after ``"delta":``)
+_DELTA_HEADS = {
+    (TextDelta, BlockKind.TEXT): b'{"type":"text_delta","text":',
+    (TextDelta, BlockKind.REFUSAL): b'{"type":"text_delta","text":',
+    (ThinkingDelta, BlockKind.THINKING): b'{"type":"thinking_delta","thinking":',
+    (ToolArgsDelta, BlockKind.TOOL_CALL): b'{"type":"input_json_delta","partial_json":',
+}
+_DELTA_HEAD_BY_KIND = {kind: head for (_, kind), head in _DELTA_HEADS.items()}
+_DELTA_TAIL = b"}}\n\n"
+_dumps = orjson.dumps
 _CUSTOM_PREFIX = '{"' + CUSTOM_TOOL_PARAM + '":"'
+
+
+def _buffer(b: _OutBlock, ev: StreamEvent) -> None:
+    """Buffer ``ev`` for a pending block; consecutive deltas of one type join into one ``_Run``."""
+    t = type(ev)
+    buf = b.buffer
+    if t is TextDelta or t is ThinkingDelta or t is ToolArgsDelta:
+        text = ev.fragment if t is ToolArgsDelta else ev.text  # type: ignore[union-attr]
+        last = buf[-1] if buf else None
+        if type(last) is _Run and last.cls is t and last.index == ev.index:  # type: ignore[union-attr]
+            last.add(text)
+        else:
+            buf.append(_Run(t, ev.index, text))  # type: ignore[union-attr]
+        return
+    buf.append(ev)
 
 
 class AnthropicStreamEncoder(StreamEncoder):
@@ -653,6 +709,13 @@ class AnthropicStreamEncoder(StreamEncoder):
         b.status = BlockStatus.OPEN
         self._open = b
         kind = b.kind
+        head = _DELTA_HEAD_BY_KIND.get(kind)
+        if head is not None:
+            # == encode_json("content_block_delta", {"type": ..., "index": i, "delta": {"type": ..., X: ...}})
+            b.prefix = (
+                b'event: content_block_delta\ndata: {"type":"content_block_delta","index":%d,"delta":' % b.wire_index
+                + head
+            )
         if kind is BlockKind.TEXT or kind is BlockKind.REFUSAL:
             cb: dict[str, Any] = {"type": "text", "text": ""}
         elif kind is BlockKind.THINKING:
@@ -710,7 +773,7 @@ class AnthropicStreamEncoder(StreamEncoder):
             if not self._make_live(out, b):  # pragma: no cover - guarded by the loop condition
                 raise UpstreamProtocolError("internal: cannot open a buffered block")
             for ev in events:
-                self._live(out, b, ev)
+                self._live(out, b, ev.event() if type(ev) is _Run else ev)
 
     def _live(self, out: bytearray, b: _OutBlock, ev: StreamEvent) -> None:
         """Apply one block event to ``b`` which is open on the wire (or suspended)."""
@@ -746,7 +809,7 @@ class AnthropicStreamEncoder(StreamEncoder):
             # a suspended block resumes later: it waits behind the open tool block as a fresh block
             b.status = BlockStatus.PENDING
             self._queue.append(b.start.index)
-        b.buffer.append(ev)
+        _buffer(b, ev)
 
     def _block_event(self, out: bytearray, ev: Any) -> None:
         b = self._blocks.get(ev.index)
@@ -755,7 +818,7 @@ class AnthropicStreamEncoder(StreamEncoder):
                 f"{type(ev).__name__} for unknown block index {ev.index} in phase {self.phase.name}"
             )
         if b.status is BlockStatus.PENDING:
-            b.buffer.append(ev)
+            _buffer(b, ev)
             return
         self._live(out, b, ev)
         if self._open is None:
@@ -776,10 +839,17 @@ class AnthropicStreamEncoder(StreamEncoder):
     # -- interface
 
     def encode(self, ev: StreamEvent) -> bytes:
+        t = type(ev)
+        if t in _TEXT_EVENTS and self.phase is EncPhase.STREAMING:
+            # hot path: a delta for the block open on the wire, from a prebuilt prefix
+            b = self._blocks.get(ev.index)  # type: ignore[union-attr]
+            if b is not None and b.status is BlockStatus.OPEN:
+                head = _DELTA_HEADS.get((t, b.kind))
+                if head is not None:
+                    return b.prefix + _dumps(ev.fragment if t is ToolArgsDelta else ev.text) + _DELTA_TAIL  # type: ignore[union-attr]
         if self.phase is EncPhase.FAILED or self.phase is EncPhase.STOPPED:
             return b""
         out = bytearray()
-        t = type(ev)
         if t is MessageStart:
             if self.phase is not EncPhase.IDLE:
                 raise UpstreamProtocolError(f"duplicate MessageStart in phase {self.phase.name}")

@@ -12,6 +12,7 @@ cost, not the discriminator.
 from __future__ import annotations
 
 import logging
+import zlib
 from enum import Enum
 from typing import Any
 
@@ -610,6 +611,9 @@ class _Item:
 
 
 _ARGS_KEY = ("args", 0)
+#: CRC-32 of the tool-argument text already streamed (bounded memory): a ``.done`` that disagrees with the
+#: deltas cannot be repaired (they reached the client), so it is an error, never a corrupt "complete" call
+_ARGS_CRC = ("args_crc", 0)
 
 _ITEM_KINDS = {
     "message": _ItemKind.MESSAGE,
@@ -963,10 +967,16 @@ class ResponsesStreamDecoder(StreamDecoder):
         if not b.open:
             return
         n = b.emitted.get(key, 0)
+        if key == _ARGS_KEY and n and zlib.crc32(full[:n].encode()) != b.emitted.get(_ARGS_CRC, 0):
+            raise UpstreamProtocolError(
+                f"final tool-call arguments disagree with the streamed argument deltas (phase {self.phase.value})"
+            )
         if len(full) <= n:
             return
         rest = full[n:]
         b.emitted[key] = len(full)
+        if key == _ARGS_KEY:
+            b.emitted[_ARGS_CRC] = zlib.crc32(full.encode())
         out.append(self._fragment(b, rest, thinking, summary))
 
     @staticmethod
@@ -1044,6 +1054,7 @@ class ResponsesStreamDecoder(StreamDecoder):
             assert b is not None
             emitted = b.emitted
             emitted[_ARGS_KEY] = emitted.get(_ARGS_KEY, 0) + len(delta)
+            emitted[_ARGS_CRC] = zlib.crc32(delta.encode(), emitted.get(_ARGS_CRC, 0))
             out.append(ToolArgsDelta(b.index, delta))
 
     def _need(self, st: _Item, kind: _ItemKind, t: str) -> None:

@@ -174,6 +174,8 @@ DONE_TYPES = frozenset(
 
 def _event_tag(value: Any) -> str:
     t = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
+    if type(t) is not str:  # a list/dict "type" is unhashable: let OtherEvent reject it as a validation error
+        return OTHER
     if t in LIFECYCLE_TYPES:
         return "lifecycle"
     if t in ITEM_TYPES:

@@ -1,0 +1,290 @@
+"""``Endpoints``: the calls clients make besides the three conversation endpoints, on the hosts Dragoman
+answers for (the official hosts in every mode, any host in reverse mode; see ``hosts.py``). Registered
+before ``Translate``, active only while ``dragoman_target`` is set.
+
+HEAD /                          answered 200 locally (Claude Code's preconnect probe)
+GET  /v1/models[/ID]            the upstream's list, converted to the client's shape, plus the model map's
+                                names; answered from the model map alone when there is no upstream list
+                                (no ``dragoman_upstream`` outside reverse mode, or a non-2xx/non-JSON answer).
+                                ``/v1/models/ID`` is answered locally: every name is accepted (it is mapped)
+POST /v1/messages/count_tokens  forwarded when the target is Anthropic; otherwise a local estimate
+                                (``dragoman.translate.tokens``), marked ``x-dragoman-estimate: true``
+GET  .../responses + Upgrade: websocket
+                                426 Upgrade Required: Codex falls back to HTTP streaming at once
+
+It also makes mitmproxy connect lazily (``connection_strategy=lazy``) while Dragoman is on, unless the user
+set ``connection_strategy`` explicitly: with the default (eager), regular mode dials the CONNECT host
+before any hook runs (offline: 502 on CONNECT; online: a connection to the real API host).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any
+
+import orjson
+from mitmproxy import ctx
+from mitmproxy import http
+from mitmproxy import optmanager
+
+from dragoman.ir.common import ErrorInfo
+from dragoman.ir.common import ErrorKind
+from dragoman.mitm import hosts
+from dragoman.mitm.translate_addon import client_key
+from dragoman.mitm.translate_addon import join_endpoint
+from dragoman.mitm.translate_addon import parse_upstream
+from dragoman.mitm.translate_addon import resolve_api_key
+from dragoman.protocols import Protocol
+from dragoman.protocols import detect
+from dragoman.translate import models as model_lists
+from dragoman.translate.plan import map_model
+from dragoman.translate.plan import parse_model_map
+from dragoman.translate.response import error_body
+from dragoman.translate.tokens import estimate_input_tokens
+
+logger = logging.getLogger(__name__)
+
+ANTHROPIC_VERSION = "2023-06-01"
+JSON_CT = "application/json"
+MODELS_PATHS = ("/v1/models", "/models")
+COUNT_TOKENS_SUFFIX = "/messages/count_tokens"
+#: flow.metadata key naming what Endpoints did with a flow (saved with -w)
+METADATA_KEY = "dragoman_endpoint"
+
+
+def is_websocket_upgrade(req: http.Request) -> bool:
+    return req.headers.get("upgrade", "").strip().lower() == "websocket"
+
+
+def models_request(path: str) -> tuple[bool, str | None] | None:
+    """``(True, None)`` for a list, ``(True, ID)`` for ``/v1/models/ID``, None for another path."""
+    p = hosts.bare_path(path)
+    for prefix in MODELS_PATHS:
+        if p == prefix:
+            return True, None
+        if p.startswith(prefix + "/") and "/" not in p[len(prefix) + 1 :]:
+            return True, p[len(prefix) + 1 :]
+    return None
+
+
+def option_is_set(name: str) -> bool:
+    """The user set ``name`` (``--set``, config file or the console), even to its default value."""
+    try:
+        return ctx.options._options[name].value is not optmanager.unset  # noqa: SLF001 - no public API for this
+    except (AttributeError, KeyError):
+        return True  # cannot tell: leave it alone
+
+
+class Endpoints:
+    """HEAD /, model lists, count_tokens and the WebSocket refusal (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self.target: Protocol | None = None
+        self.upstream: Any = None  # translate_addon.Upstream
+        self.api_key: str | None = None
+        self.model_map: list = []
+        #: flow id -> the client's model-list shape, for forwarded GET /v1/models
+        self.pending: dict[str, Protocol] = {}
+
+    # -- options (declared and validated by Translate; read here, errors left to it)
+
+    def configure(self, updated: set[str]) -> None:
+        opts = ctx.options
+        if "dragoman_target" in updated and hasattr(opts, "dragoman_target"):
+            value = opts.dragoman_target
+            try:
+                self.target = Protocol(value) if value else None
+            except ValueError:
+                self.target = None
+        if "dragoman_upstream" in updated and hasattr(opts, "dragoman_upstream"):
+            try:
+                value = opts.dragoman_upstream
+                self.upstream = parse_upstream(value) if value.strip() else None
+            except ValueError:
+                self.upstream = None
+        if "dragoman_api_key" in updated and hasattr(opts, "dragoman_api_key"):
+            try:
+                self.api_key = resolve_api_key(opts.dragoman_api_key, os.environ)
+            except ValueError:
+                self.api_key = None
+        if "dragoman_model_map" in updated and hasattr(opts, "dragoman_model_map"):
+            try:
+                self.model_map = parse_model_map(list(opts.dragoman_model_map))
+            except ValueError:
+                self.model_map = []
+        if updated & {"dragoman_target", "connection_strategy"}:
+            self.ensure_lazy()
+
+    def running(self) -> None:
+        self.ensure_lazy()
+
+    def ensure_lazy(self) -> None:
+        """``connection_strategy=lazy`` while Dragoman is on, unless the user chose a strategy."""
+        if self.target is None or not hasattr(ctx.options, "connection_strategy"):
+            return
+        if ctx.options.connection_strategy == "lazy" or option_is_set("connection_strategy"):
+            return
+        ctx.options.update(connection_strategy="lazy")
+        logger.info("connection_strategy set to lazy: upstream connections open only for the flows that need one")
+
+    # -- hooks
+
+    def request(self, flow: http.HTTPFlow) -> None:
+        if self.target is None or flow.response is not None or flow.error is not None or flow.is_replay:
+            return
+        if not hosts.in_scope(flow):
+            return
+        req = flow.request
+        path = hosts.bare_path(req.path)
+        if is_websocket_upgrade(req):
+            if detect(path) is not None:
+                self._refuse_websocket(flow)
+            return
+        if req.method == "HEAD" and path == "/":
+            self._answer(flow, 200, b"", "text/plain", "head")
+            return
+        models = models_request(path) if req.method == "GET" else None
+        if models is not None:
+            self._models(flow, models[1])
+            return
+        if req.method == "POST" and (path.endswith("/v1" + COUNT_TOKENS_SUFFIX) or path == COUNT_TOKENS_SUFFIX):
+            self._count_tokens(flow)
+
+    def response(self, flow: http.HTTPFlow) -> None:
+        shape = self.pending.pop(flow.id, None)
+        if shape is None or flow.response is None or flow.is_replay:
+            return
+        resp = flow.response
+        listed = None
+        if 200 <= resp.status_code < 300:
+            try:
+                listed = model_lists.parse_model_list(orjson.loads(resp.get_content(strict=False) or b""))
+            except (orjson.JSONDecodeError, ValueError):
+                listed = None
+        if listed is None:
+            logger.info(
+                "flow %s: the upstream's model list is unusable (status %d); answering from the model map",
+                flow.id,
+                resp.status_code,
+            )
+            listed = []
+        merged = model_lists.merge(listed, model_lists.model_map_models(self.model_map))
+        body = orjson.dumps(model_lists.model_list(merged, shape))
+        if resp.status_code != 200:
+            resp.status_code = 200
+            resp.reason = "OK"
+        for name in ("content-encoding", "transfer-encoding", "content-length"):
+            resp.headers.pop(name, None)
+        resp.headers["content-type"] = JSON_CT
+        resp.content = body
+        flow.metadata[METADATA_KEY] = "models"
+
+    def error(self, flow: http.HTTPFlow) -> None:
+        self.pending.pop(flow.id, None)
+
+    # -- the calls
+
+    def _answer(self, flow: http.HTTPFlow, status: int, body: bytes, content_type: str, what: str, **headers) -> None:
+        flow.response = http.Response.make(status, body, {"content-type": content_type, **headers})
+        flow.metadata[METADATA_KEY] = what
+        logger.debug("flow %s: %s answered locally (%d)", flow.id, what, status)
+
+    def _refuse_websocket(self, flow: http.HTTPFlow) -> None:
+        info = ErrorInfo(
+            kind=ErrorKind.INVALID_REQUEST,
+            message="Dragoman does not translate WebSocket streams; use HTTP streaming (SSE)",
+            status=426,
+        )
+        self._answer(
+            flow,
+            426,
+            error_body(info, Protocol.OPENAI_RESPONSES),
+            JSON_CT,
+            "websocket-refused",
+            connection="close",
+        )
+        logger.info("flow %s: WebSocket upgrade on %s refused (426): the client falls back to HTTP", flow.id, flow.request.path)
+
+    def _models(self, flow: http.HTTPFlow, model_id: str | None) -> None:
+        shape = model_lists.family(hosts.client_shape(flow))
+        if model_id is not None:
+            obj = model_lists.model_object(model_lists.ModelInfo(model_id), shape)
+            self._answer(flow, 200, orjson.dumps(obj), JSON_CT, "model")
+            return
+        reverse = hosts.is_reverse(flow)
+        if self.upstream is None and not reverse:
+            # the official host's own list would name models the upstream does not serve
+            body = model_lists.model_list(model_lists.model_map_models(self.model_map), shape)
+            self._answer(flow, 200, orjson.dumps(body), JSON_CT, "models")
+            return
+        target = self.target
+        assert target is not None
+        self._route(flow, join_endpoint(self.upstream.path if self.upstream else "", "/v1/models"))
+        self._rewrite_auth(flow.request.headers, target)
+        flow.request.headers["accept-encoding"] = "identity"
+        self.pending[flow.id] = shape
+
+    def _count_tokens(self, flow: http.HTTPFlow) -> None:
+        raw = flow.request.get_content(strict=False) or b""
+        try:
+            body = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            body = None
+        if not isinstance(body, dict):
+            info = ErrorInfo(kind=ErrorKind.INVALID_REQUEST, message="request body is not a JSON object", status=400)
+            self._answer(flow, 400, error_body(info, Protocol.ANTHROPIC_MESSAGES), JSON_CT, "count_tokens")
+            return
+        if self.target is Protocol.ANTHROPIC_MESSAGES:
+            model = body.get("model")
+            if isinstance(model, str):
+                mapped = map_model(self.model_map, model)
+                if mapped != model:
+                    body["model"] = mapped
+                    flow.request.content = orjson.dumps(body)
+            if self.upstream is not None:
+                self._route(flow, join_endpoint(self.upstream.path, "/v1" + COUNT_TOKENS_SUFFIX))
+            self._rewrite_auth(flow.request.headers, Protocol.ANTHROPIC_MESSAGES)
+            flow.metadata[METADATA_KEY] = "count_tokens-forwarded"
+            return
+        tokens = estimate_input_tokens(body)
+        self._answer(
+            flow,
+            200,
+            orjson.dumps({"input_tokens": tokens}),
+            JSON_CT,
+            "count_tokens-estimated",
+            **{"x-dragoman-estimate": "true"},
+        )
+
+    # -- helpers
+
+    def _route(self, flow: http.HTTPFlow, path: str) -> None:
+        req = flow.request
+        _, sep, query = req.path.partition("?")
+        up = self.upstream
+        if up is not None:
+            req.scheme = up.scheme  # scheme first: setting host/port then fixes the Host header
+            req.host = up.host
+            req.port = up.port
+        req.path = path + (sep + query if sep else "")
+
+    def _rewrite_auth(self, headers: http.Headers, target: Protocol) -> None:
+        """Like Translate: the configured key (client credentials removed) or the client's key moved."""
+        if self.api_key is not None:
+            key: str | None = self.api_key
+            headers.pop("cookie", None)
+        else:
+            key = client_key(headers)
+        headers.pop("x-api-key", None)
+        headers.pop("authorization", None)
+        if target is Protocol.ANTHROPIC_MESSAGES:
+            if "anthropic-version" not in headers:
+                headers["anthropic-version"] = ANTHROPIC_VERSION
+            if key:
+                headers["x-api-key"] = key
+        else:
+            for name in [n for n in headers.keys() if n.lower().startswith("anthropic-")]:
+                headers.pop(name, None)
+            if key:
+                headers["authorization"] = f"Bearer {key}"

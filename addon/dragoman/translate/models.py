@@ -1,0 +1,117 @@
+"""Model lists (``GET /v1/models``) in the Anthropic and the OpenAI shape, converted both ways.
+
+Anthropic: ``{"data": [{"type": "model", "id", "display_name", "created_at": RFC 3339}], "has_more",
+"first_id", "last_id"}``. OpenAI (Chat and Responses share it): ``{"object": "list", "data": [{"id",
+"object": "model", "created": epoch seconds, "owned_by"}]}``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from collections.abc import Mapping
+from datetime import datetime
+from datetime import timezone
+from typing import Any
+from typing import NamedTuple
+
+from dragoman.protocols import Protocol
+from dragoman.translate.plan import ModelRule
+
+logger = logging.getLogger(__name__)
+
+#: RFC 3339 for ``created_at`` when the source has no date (the epoch)
+EPOCH_RFC3339 = "1970-01-01T00:00:00Z"
+OWNED_BY = "dragoman"
+
+
+class ModelInfo(NamedTuple):
+    id: str
+    display_name: str | None = None
+    created: int = 0  # epoch seconds
+
+
+def family(protocol: Protocol) -> Protocol:
+    """The list shape a protocol's clients expect: Anthropic, or OpenAI (Chat and Responses share one)."""
+    return Protocol.ANTHROPIC_MESSAGES if protocol is Protocol.ANTHROPIC_MESSAGES else Protocol.OPENAI_CHAT
+
+
+def _epoch(value: Any) -> int:
+    if isinstance(value, bool):
+        return 0
+    if isinstance(value, (int, float)):
+        return int(value)
+    if isinstance(value, str) and value:
+        try:
+            return int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp())
+        except ValueError:
+            return 0
+    return 0
+
+
+def _rfc3339(epoch: int) -> str:
+    if epoch <= 0:
+        return EPOCH_RFC3339
+    return datetime.fromtimestamp(epoch, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_model_list(body: Any) -> list[ModelInfo] | None:
+    """The models of a list in either shape, or None when ``body`` is not a model list."""
+    if not isinstance(body, Mapping):
+        return None
+    data = body.get("data")
+    if not isinstance(data, list):
+        return None
+    out: list[ModelInfo] = []
+    for item in data:
+        if not isinstance(item, Mapping):
+            continue
+        mid = item.get("id")
+        if not isinstance(mid, str) or not mid:
+            continue
+        name = item.get("display_name")
+        created = item.get("created") if "created" in item else item.get("created_at")
+        out.append(ModelInfo(mid, name if isinstance(name, str) else None, _epoch(created)))
+    return out
+
+
+def model_object(info: ModelInfo, shape: Protocol) -> dict[str, Any]:
+    if family(shape) is Protocol.ANTHROPIC_MESSAGES:
+        return {
+            "type": "model",
+            "id": info.id,
+            "display_name": info.display_name or info.id,
+            "created_at": _rfc3339(info.created),
+        }
+    return {"id": info.id, "object": "model", "created": info.created, "owned_by": OWNED_BY}
+
+
+def model_list(models: Iterable[ModelInfo], shape: Protocol) -> dict[str, Any]:
+    """A complete, single-page list in the shape of ``shape``'s clients."""
+    data = [model_object(m, shape) for m in models]
+    if family(shape) is Protocol.ANTHROPIC_MESSAGES:
+        return {
+            "data": data,
+            "has_more": False,
+            "first_id": data[0]["id"] if data else None,
+            "last_id": data[-1]["id"] if data else None,
+        }
+    return {"object": "list", "data": data}
+
+
+def model_map_models(rules: Iterable[ModelRule]) -> list[ModelInfo]:
+    """The names a client may send given the model map: every literal (non-glob) pattern and every target.
+
+    ``claude-*=deepseek-chat`` lists ``deepseek-chat``; ``claude-opus-4-8=qwen3`` lists both names."""
+    seen: dict[str, None] = {}
+    for rule in rules:
+        if rule.pattern is not None and not any(c in rule.pattern for c in "*?["):
+            seen.setdefault(rule.pattern, None)
+        seen.setdefault(rule.model, None)
+    return [ModelInfo(m) for m in seen]
+
+
+def merge(models: list[ModelInfo], extra: Iterable[ModelInfo]) -> list[ModelInfo]:
+    """``models`` followed by the ``extra`` ids they lack (the model map's aliases after the upstream's list)."""
+    have = {m.id for m in models}
+    return models + [m for m in extra if m.id not in have]
