@@ -4,6 +4,7 @@ run            exec mitmdump with the Dragoman addon; convenience flags become `
                other argument goes to mitmdump unchanged
 demo           the offline demo: the fake upstream (openai-chat) + mitmdump in reverse mode in front of it
 fake-upstream  the scriptable fake LLM upstream alone (see ``dragoman.fake_upstream``)
+env            the environment lines for a client (proxy, CA path) - see ``dragoman.env``
 """
 
 from __future__ import annotations
@@ -128,6 +129,22 @@ def _cmd_fake(args: argparse.Namespace, extra: list[str]) -> int:
     return fake_upstream.main(extra)
 
 
+def _cmd_env(args: argparse.Namespace, extra: list[str]) -> int:
+    from dragoman import env
+
+    if extra:
+        raise SystemExit(f"dragoman env: unexpected arguments {' '.join(extra)}")
+    ca = Path(env.ca_path(args.confdir)).expanduser().resolve()
+    for line in env.env_lines(args.client, str(ca), args.proxy, args.format, args.reverse):
+        print(line)
+    if not args.reverse and not ca.is_file():
+        print(
+            f"note: {ca} does not exist yet: start mitmdump once (with the same confdir) to create the CA",
+            file=sys.stderr,
+        )
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m dragoman", description="Dragoman: translate LLM API traffic with mitmproxy."
@@ -148,6 +165,19 @@ def main(argv: list[str] | None = None) -> int:
     )
     demo.add_argument("--delay", type=float, default=0.05, help="seconds between streamed events")
     demo.set_defaults(func=_cmd_demo)
+    from dragoman.env import CLIENTS
+    from dragoman.env import DEFAULT_CONFDIR
+    from dragoman.env import DEFAULT_PROXY
+
+    envp = sub.add_parser("env", help="print the environment lines that route a client through Dragoman")
+    envp.add_argument("client", choices=CLIENTS)
+    envp.add_argument("--proxy", default=DEFAULT_PROXY, help=f"the proxy's URL (default {DEFAULT_PROXY})")
+    envp.add_argument(
+        "--confdir", default=DEFAULT_CONFDIR, help=f"mitmproxy's confdir holding the CA (default {DEFAULT_CONFDIR})"
+    )
+    envp.add_argument("--format", choices=("sh", "dotenv"), default="sh", help="sh (export lines) or dotenv")
+    envp.add_argument("--reverse", action="store_true", help="reverse mode: base-URL variables, no CA")
+    envp.set_defaults(func=_cmd_env)
     fake = sub.add_parser("fake-upstream", help="run the fake upstream alone (see --help after it)", add_help=False)
     fake.set_defaults(func=_cmd_fake)
     args, extra = ap.parse_known_args(argv)

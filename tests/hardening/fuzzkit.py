@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import logging
 from collections.abc import Iterator
-from functools import lru_cache
+from functools import cache
 from unittest import mock
 
 from dragoman import fake_upstream as fu
@@ -46,7 +47,7 @@ def fake_stream(proto: Protocol, scenario: str) -> bytes:
     return b"".join(reply.events)
 
 
-@lru_cache(maxsize=None)
+@cache
 def base_streams(proto: Protocol) -> tuple[bytes, ...]:
     out = [fake_stream(proto, s) for s in SCENARIOS]
     try:
@@ -85,15 +86,34 @@ def deterministic() -> Iterator[None]:
         yield
 
 
+class _Errors(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
 def translate(upstream: Protocol, client: Protocol, pieces: list[bytes], strict: bool = False) -> bytes:
-    """Feed ``pieces`` and close; any exception out of feed/close fails the test (it propagates)."""
-    with deterministic():
-        t = make_translator(upstream, client, strict)
-        out = bytearray()
-        for p in pieces:
-            out += t.feed(p)
-        out += t.close()
-        assert t.close() == b"", "close() is not idempotent"
+    """Feed ``pieces`` and close; any exception out of feed/close fails the test (it propagates), and so
+    does an unexpected (non-``TranslationError``) exception the translator had to catch and log."""
+    errors = _Errors()
+    log = logging.getLogger("dragoman")
+    log.addHandler(errors)
+    try:
+        with deterministic():
+            t = make_translator(upstream, client, strict)
+            out = bytearray()
+            for p in pieces:
+                out += t.feed(p)
+            out += t.close()
+            assert t.close() == b"", "close() is not idempotent"
+    finally:
+        log.removeHandler(errors)
+    assert not errors.records, "unexpected exception inside the translator: " + "; ".join(
+        f"{r.getMessage()} {r.exc_info[1]!r}" if r.exc_info else r.getMessage() for r in errors.records
+    )
     return bytes(out)
 
 

@@ -117,7 +117,7 @@ def preserve(data: bytes, proto: Protocol, rng: random.Random, ops: list[str]) -
             other, payload = data_of(evs[i])
             try:
                 obj = json.loads(payload)
-            except ValueError:
+            except (ValueError, RecursionError):
                 continue
             evs[i] = with_data(other, json.dumps(obj, indent=rng.randint(0, 3), ensure_ascii=False).encode())
         elif op == "nospace":
@@ -168,7 +168,7 @@ def damage(data: bytes, proto: Protocol, rng: random.Random, ops: list[str]) -> 
             other, payload = data_of(evs[i])
             try:
                 obj = json.loads(payload)
-            except ValueError:
+            except (ValueError, RecursionError):
                 continue
             if isinstance(obj, dict) and obj:
                 target = obj

@@ -204,7 +204,9 @@ class Endpoints:
             "websocket-refused",
             connection="close",
         )
-        logger.info("flow %s: WebSocket upgrade on %s refused (426): the client falls back to HTTP", flow.id, flow.request.path)
+        logger.info(
+            "flow %s: WebSocket upgrade on %s refused (426): the client falls back to HTTP", flow.id, flow.request.path
+        )
 
     def _models(self, flow: http.HTTPFlow, model_id: str | None) -> None:
         shape = model_lists.family(hosts.client_shape(flow))

@@ -34,6 +34,8 @@ class FlowState:
     sent: int = 0
     #: the stream callable was called at least once with data
     started: bool = False
+    #: the ``dragoman.mitm.faults.IdleWatchdog`` of a streamed flow (cancelled in ``response``/``error``)
+    watchdog: Any = None
 
     def metadata(self) -> dict[str, Any]:
         """JSON-able summary for ``flow.metadata[METADATA_KEY]``."""

@@ -8,6 +8,7 @@ provider directly through the same proxy is not hijacked.
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 from typing import NamedTuple
 
@@ -55,10 +56,25 @@ def bare_path(path: str) -> str:
 
 
 def request_host(flow: http.HTTPFlow) -> str:
-    """The host the client asked for: the CONNECT/SNI/absolute-form host (lower case, no trailing dot)."""
+    """The host the client asked for: Host/:authority, else the TLS SNI, else the request's host (lower case,
+    no trailing dot)."""
     req = flow.request
-    host = req.pretty_host if req.host_header else req.host
+    if req.host_header:
+        host = req.pretty_host
+    else:
+        host = req.host
+        # transparent/WireGuard/local modes: req.host is the original destination IP; the TLS SNI names it
+        if flow.client_conn.sni and _is_ip(host):
+            host = flow.client_conn.sni
     return (host or "").lower().rstrip(".")
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return False
+    return True
 
 
 def is_reverse(flow: http.HTTPFlow) -> bool:

@@ -240,6 +240,10 @@ class Replayer:
             self.index = ReplayIndex(entries, ctx.options.dragoman_replay_ignore, redact)
             self.source = path.name
             logger.info("replaying %d recorded exchanges from %s", len(entries), path)
+            if getattr(ctx.options, "connection_strategy", "lazy") != "lazy":
+                # eager mode connects to the (absent) upstream before any hook runs: replay needs lazy
+                logger.info("replay: setting connection_strategy=lazy (no upstream connection before a request)")
+                ctx.options.update(connection_strategy="lazy")
 
     async def running(self) -> None:
         if self.index is not None:

@@ -28,6 +28,8 @@ from dragoman.errors import TranslationError
 from dragoman.ir.common import ErrorInfo
 from dragoman.ir.common import ErrorKind
 from dragoman.mitm import hosts
+from dragoman.mitm.faults import IdleWatchdog
+from dragoman.mitm.faults import deliver_final_frame
 from dragoman.mitm.flowstate import METADATA_KEY
 from dragoman.mitm.flowstate import TARGET_OVERRIDE_KEY
 from dragoman.mitm.flowstate import FlowState
@@ -149,6 +151,8 @@ class Translate:
         self.match: Any = None  # a compiled flowfilter, or None for the default
         self.flows = FlowStates()
         self._warned_deferred: set[str] = set()
+        #: seconds without upstream bytes before a streamed flow is failed (0: never)
+        self.idle_timeout = 300
 
     # -- options
 
@@ -200,6 +204,13 @@ class Translate:
             "Treat tolerated upstream oddities (unknown stream event types) as errors.",
         )
         loader.add_option(
+            "dragoman_idle_timeout",
+            int,
+            300,
+            "Seconds without any upstream byte during a streamed response before Dragoman closes the upstream "
+            "connection and ends the client's stream with an error event in its protocol. 0 disables it.",
+        )
+        loader.add_option(
             "dragoman_chat_reasoning",
             str,
             "reasoning_content",
@@ -217,6 +228,13 @@ class Translate:
         )
 
     def configure(self, updated: set[str]) -> None:
+        if "dragoman_idle_timeout" in updated:
+            value = ctx.options.dragoman_idle_timeout
+            if value < 0:
+                raise exceptions.OptionsError(
+                    f"Invalid dragoman_idle_timeout {value}: give seconds as an integer >= 0 (0 disables the timeout)"
+                )
+            self.idle_timeout = value
         # mitmproxy enforces `choices` only on its command line, not for --set or the options API
         for name, allowed in CHOICES.items():
             if name in updated and getattr(ctx.options, name) not in allowed:
@@ -349,10 +367,14 @@ class Translate:
             if resp.http_version.startswith("HTTP/1"):
                 resp.headers["transfer-encoding"] = "chunked"
             resp.headers["content-type"] = SSE_CT
+        if self.idle_timeout > 0:
+            state.watchdog = IdleWatchdog(flow, self.idle_timeout).start()
         resp.stream = self._stream_callable(flow.id, state)
 
     def response(self, flow: http.HTTPFlow) -> None:
         state = self.flows.pop(flow.id)
+        if state is not None and state.watchdog is not None:
+            state.watchdog.cancel()
         if state is None or flow.response is None:
             return
         if flow.is_replay:
@@ -368,6 +390,13 @@ class Translate:
         if state is None:
             return
         message = flow.error.msg if flow.error else "unknown error"
+        if state.watchdog is not None:
+            timed_out = state.watchdog.timed_out
+            state.watchdog.cancel()
+            if state.translator is not None and self._final_error_frame(flow, state, message, timed_out):
+                flow.metadata[METADATA_KEY] = state.metadata()
+                self._log_dropped(flow, state)
+                return
         if state.translator is not None and state.started:
             # Measured on mitmproxy 11.0.2 and 12.2.3: when the upstream dies mid-stream, the stream
             # callable is never called with b"" and nothing more can be written; mitmproxy closes the
@@ -384,6 +413,35 @@ class Translate:
         self._log_dropped(flow, state)
 
     # -- internals
+
+    def _final_error_frame(self, flow: http.HTTPFlow, state: FlowState, message: str, timed_out: bool) -> bool:
+        """The upstream died (or was closed for idling) mid-stream: finish the client's body with one error
+        event in its protocol where mitmproxy lets us (plain-HTTP/1.1 clients, see ``dragoman.mitm.faults``)."""
+        if timed_out:
+            info = ErrorInfo(
+                kind=ErrorKind.TIMEOUT,
+                message=f"upstream sent nothing for {self.idle_timeout} s (dragoman_idle_timeout); connection closed",
+                status=504,
+            )
+        else:
+            info = ErrorInfo(
+                kind=ErrorKind.API_ERROR, message=f"upstream connection failed mid-stream: {message}", status=502
+            )
+        try:
+            frame = state.translator.fail(info)
+        except Exception:  # noqa: BLE001
+            logger.exception("flow %s: encoding the final error frame failed", flow.id)
+            return False
+        if not frame or not deliver_final_frame(flow, frame):
+            return False  # pass-through (no frame of our own) or a client connection we cannot write to
+        state.sent += len(frame)
+        logger.warning(
+            "flow %s: %s after %d bytes to the client; ended the client's stream with an error event",
+            flow.id,
+            "idle timeout" if timed_out else f"connection failed mid-stream ({message})",
+            state.sent,
+        )
+        return True
 
     def _matches(self, flow: http.HTTPFlow) -> bool:
         if self.match is None:
@@ -436,6 +494,8 @@ class Translate:
         def on_chunk(data: bytes) -> bytes | list[bytes]:
             # Never raises, never returns b"" for a data chunk (that would end the client's body).
             try:
+                if state.watchdog is not None:
+                    state.watchdog.touch()
                 if data:
                     state.started = True
                     if state.decompressor is not None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import re
 from typing import Any
 
 from pydantic import BaseModel
@@ -20,6 +21,10 @@ from pydantic import Field
 logger = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
+
+_SCALAR = r'("(?:[^"\\]|\\.)*"|-?[0-9][0-9.eE+-]*)'
+#: a two-element list of scalars spread over four lines by ``indent=2``
+_PAIR = re.compile(r"\[\n\s*" + _SCALAR + r",\n\s*" + _SCALAR + r"\n\s*\]")
 
 #: a header list keeps order and repeated names: ``[["content-type", "application/json"], ...]``
 HeaderList = list[tuple[str, str]]
@@ -147,7 +152,9 @@ class Exchange(BaseModel):
     note: str | None = None
 
     def to_json(self) -> str:
-        return self.model_dump_json(indent=2, by_alias=True, exclude_none=True) + "\n"
+        """Indented JSON; header pairs and chunk pairs each on one line (readable, one diff line each)."""
+        text = self.model_dump_json(indent=2, by_alias=True, exclude_none=True)
+        return _PAIR.sub(r"[\1, \2]", text) + "\n"
 
     @classmethod
     def from_json(cls, data: str | bytes) -> Exchange:

@@ -25,12 +25,21 @@ def encode(ev: SSEEvent) -> bytes:
     return "".join(parts).encode()
 
 
+#: ``event: NAME\ndata: `` per event name (a handful of names per protocol), built once
+_HEADS: dict[str, bytes] = {}
+_dumps = orjson.dumps
+
+
 def encode_json(event: str | None, payload: Any) -> bytes:
     """Encode ``payload`` as one JSON ``data:`` line (orjson never emits raw newlines)."""
-    body = orjson.dumps(payload)
     if event is None:
-        return b"data: " + body + b"\n\n"
-    return b"event: " + event.encode() + b"\ndata: " + body + b"\n\n"
+        return b"data: " + _dumps(payload) + b"\n\n"
+    head = _HEADS.get(event)
+    if head is None:
+        head = b"event: " + event.encode() + b"\ndata: "
+        if len(_HEADS) < 256:  # bounded: event names are protocol constants
+            _HEADS[event] = head
+    return head + _dumps(payload) + b"\n\n"
 
 
 def comment(text: str = "") -> bytes:

@@ -10,8 +10,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from collections.abc import Mapping
+from datetime import UTC
 from datetime import datetime
-from datetime import timezone
 from typing import Any
 from typing import NamedTuple
 
@@ -52,7 +52,7 @@ def _epoch(value: Any) -> int:
 def _rfc3339(epoch: int) -> str:
     if epoch <= 0:
         return EPOCH_RFC3339
-    return datetime.fromtimestamp(epoch, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def parse_model_list(body: Any) -> list[ModelInfo] | None:

@@ -61,8 +61,8 @@ class StreamTranslator:
         phase = self.phase
         if phase is Phase.CLOSED:
             raise TranslatorStateError("feed() after close()")
-        if phase is _ERROR or not data:
-            return b""
+        if phase is _ERROR or phase is _DONE or not data:
+            return b""  # after the terminal event (or an error) the rest of the upstream bytes are drained
         # the hot path (one call per upstream HTTP chunk): locals only, one join at the end
         out: list[bytes] = []
         try:
@@ -80,6 +80,8 @@ class StreamTranslator:
                         append(self._to_error(ev.error))
                         return b"".join(out)
                     append(encode(ev))
+                if dec.done:  # nothing may follow the terminal event on the client side
+                    break
             # phase after the events: STREAMING once any event was seen, DONE once the decoder is done
             self.phase = _DONE if dec.done else _STREAMING
             return b"".join(out)
@@ -96,7 +98,7 @@ class StreamTranslator:
             return b""
         out = bytearray()
         try:
-            for sse in self._sse.close():
+            for sse in self._sse.close() if phase is not Phase.DONE else ():
                 self.events_in += 1
                 for ev in self._dec.feed(sse):
                     if type(ev) is StreamError:
@@ -121,6 +123,8 @@ class StreamTranslator:
         if self.phase in (Phase.ERROR, Phase.CLOSED):
             self.phase = Phase.CLOSED
             return b""
+        if self.phase is Phase.DONE:  # the answer was complete: finish it normally, no error after the end
+            return self.close()
         out = self._to_error(err)
         self.phase = Phase.CLOSED
         return out

@@ -618,3 +618,33 @@ def test_orjson_is_not_needed_for_padding():
         type(dec.feed(SSEEvent(data=orjson.dumps(MSG_START).decode() + "     ", event="message_start"))[0])
         is MessageStart
     )
+
+
+def _fast_lane_decoder():
+    d = CODEC.stream_decoder(Context())
+    d.feed(SSEEvent('{"type":"message_start","message":{"id":"m","model":"c","usage":{"input_tokens":1}}}'))
+    d.feed(SSEEvent('{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}'))
+    return d
+
+
+def test_stream_fast_lane_matches_model_rules():
+    """Deltas/stops/pings are read as dicts (issue 6); anything the models would coerce or reject
+    still goes through the pydantic models, with the same result."""
+    d = _fast_lane_decoder()
+    assert d.feed(SSEEvent('{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"hi"}}')) == [
+        TextDelta(0, "hi")
+    ]
+    # lax int "0" is coerced by the model, as before
+    assert d.feed(SSEEvent('{"type":"content_block_delta","index":"0","delta":{"type":"text_delta","text":"x"}}')) == [
+        TextDelta(0, "x")
+    ]
+    assert d.feed(SSEEvent('{"type":"ping"}')) == []
+    with pytest.raises(UpstreamProtocolError, match="invalid Anthropic stream event"):
+        d.feed(SSEEvent('{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":5}}'))
+    with pytest.raises(UpstreamProtocolError, match="thinking_delta in a text block"):
+        d.feed(SSEEvent('{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"t"}}'))
+    with pytest.raises(UpstreamProtocolError, match="without an open block"):
+        d.feed(SSEEvent('{"type":"content_block_delta","index":3,"delta":{"type":"text_delta","text":"x"}}'))
+    assert d.feed(SSEEvent('{"type":"content_block_stop","index":0}')) == [BlockStop(0)]
+    with pytest.raises(UpstreamProtocolError, match="content_block_stop for index 0"):
+        d.feed(SSEEvent('{"type":"content_block_stop","index":0}'))

@@ -743,3 +743,51 @@ def test_sdk_accumulates_interleaved_tool_calls():
     assert msg.content[2].id == "call_b" and msg.content[2].input == {"y": [1, 2]}
     assert msg.content[3].input == {"input": 'line "1"\n'}
     assert msg.stop_reason == "tool_use" and msg.usage.output_tokens == 4 and msg.usage.input_tokens == 10
+
+
+def test_pending_tool_call_is_buffered_as_joined_text():
+    """A tool call whose deltas arrive while another tool block is open is buffered as text pieces
+    (compacted), not one IR object per fragment (issue 6), and replays its full arguments."""
+    from dragoman.protocols.anthropic_messages.encode import _Run
+
+    e = CODEC.stream_encoder(Context())
+    head = [
+        MessageStart("m1", "gpt"),
+        BlockStart(0, BlockKind.TOOL_CALL, tool_call_id="call_a", name="a"),
+        BlockStart(1, BlockKind.TOOL_CALL, tool_call_id="call_b", name="b"),
+    ]
+    out = b"".join(e.encode(ev) for ev in head)
+    frags_a = ['{"x":"', *["a"] * 3000, '"}']
+    frags_b = ['{"y":"', *["é"] * 3000, '"}']
+    for fa, fb in zip(frags_a, frags_b):
+        out += e.encode(ToolArgsDelta(0, fa))
+        out += e.encode(ToolArgsDelta(1, fb))
+    buffered = e._blocks[1].buffer
+    assert len(buffered) == 1 and type(buffered[0]) is _Run
+    assert len(buffered[0].parts) <= 3002 // 256 + 256  # compacted, not one piece per fragment
+    for ev in (BlockStop(0), BlockStop(1), MessageDelta(StopReason.TOOL_USE, Usage(output_tokens=9)), MessageStop()):
+        out += e.encode(ev)
+    out += e.close()
+    check_wire_order(out)
+    blocks = accumulate_raw(out)
+    assert [(b["id"], b["args"]) for b in blocks] == [("call_a", "".join(frags_a)), ("call_b", "".join(frags_b))]
+
+
+def test_delta_fast_path_bytes_match_encode_json():
+    """The prebuilt delta prefix produces exactly what encode_json of the event dict produces."""
+    from dragoman.sse import encode_json
+
+    e = CODEC.stream_encoder(Context())
+    e.encode(MessageStart("m1", "claude"))
+    e.encode(BlockStart(0, BlockKind.THINKING))
+    got = e.encode(ThinkingDelta(0, 'q"\\\n€'))
+    want = encode_json(
+        "content_block_delta",
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": 'q"\\\n€'}},
+    )
+    assert got == want
+    e.encode(BlockStart(1, BlockKind.TEXT))  # closes the thinking block; text opens at wire index 1
+    got = e.encode(TextDelta(1, "hé"))
+    assert got == encode_json(
+        "content_block_delta", {"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": "hé"}}
+    )

@@ -481,3 +481,17 @@ def test_encode_request_from_anthropic_shaped_ir():
     ]
     assert body["store"] is False and body["max_output_tokens"] == 300 and body["stream"] is True
     assert {"thinking", "tools.web", "stop_sequences", "top_k", "tool_result.is_error"} <= set(ctx.dropped.fields)
+
+
+def test_snapshot_chunks_are_compacted():
+    """The text kept for the final snapshot is joined every 256 pieces: memory follows the text, not
+    the number of deltas (issue 6)."""
+    from dragoman.ir.events import BlockKind as _BK
+    from dragoman.protocols.openai_responses.encode import _Out
+
+    b = _Out(_BK.TEXT, 0, "msg_1")
+    pieces = [f"w{i} " for i in range(20_000)]
+    for p in pieces:
+        b.keep(p)
+    assert len(b.chunks) <= 20_000 // 256 + 256
+    assert "".join(b.chunks) == "".join(pieces)

@@ -28,7 +28,7 @@ OTHER = "__other__"
 def _discriminator(known: frozenset[str]):
     def pick(value: Any) -> str:
         t = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
-        return t if t in known else OTHER
+        return t if type(t) is str and t in known else OTHER  # a list/dict "type" is unhashable
 
     return Discriminator(pick)
 

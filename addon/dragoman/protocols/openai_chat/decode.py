@@ -617,6 +617,15 @@ class ChatStreamDecoder(StreamDecoder):
     # -- interface
 
     def feed(self, ev: SSEEvent) -> list[StreamEvent]:
+        try:
+            return self._feed(ev)
+        except (TypeError, AttributeError, KeyError, IndexError, ValueError) as e:
+            # the chunk is hand-parsed for speed: a field of the wrong JSON type lands here
+            raise UpstreamProtocolError(
+                f"malformed Chat stream chunk ({type(e).__name__}: {e}) in phase {self.phase.name}"
+            ) from e
+
+    def _feed(self, ev: SSEEvent) -> list[StreamEvent]:
         data = ev.data
         if data[:6] == "[DONE]":
             return self._on_done()

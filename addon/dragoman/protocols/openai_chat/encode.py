@@ -421,6 +421,13 @@ class Phase(Enum):
     DONE = "done"  # [DONE] sent, or an error frame
 
 
+_dumps = orjson.dumps
+#: hot-path templates, byte-identical to ``_chunk({"content": X})`` / ``_chunk({"reasoning_content": X})``
+_CONTENT_HEAD = b'[{"index":0,"delta":{"content":'
+_REASONING_HEAD = b'[{"index":0,"delta":{"reasoning_content":'
+_CHUNK_TAIL = b'},"finish_reason":null}]}\n\n'
+
+
 class ChatStreamEncoder(StreamEncoder):
     """IR events -> Chat ``data:`` chunks with one id; tool-call indices allocated 0, 1, 2..."""
 
@@ -457,14 +464,15 @@ class ChatStreamEncoder(StreamEncoder):
             if t is TextDelta:
                 kind = self._kinds.get(ev.index)
                 if kind is BlockKind.TEXT:
-                    return self._chunk({"content": ev.text})
+                    # == self._chunk({"content": ev.text}), without building and dumping the dicts
+                    return self._prefix + _CONTENT_HEAD + _dumps(ev.text) + _CHUNK_TAIL
                 if kind is BlockKind.REFUSAL:
                     return self._chunk({"refusal": ev.text})
                 return self._unexpected(ev)
             if t is ThinkingDelta:
                 if self._kinds.get(ev.index) is not BlockKind.THINKING:
                     return self._unexpected(ev)
-                return self._chunk({"reasoning_content": ev.text})
+                return self._prefix + _REASONING_HEAD + _dumps(ev.text) + _CHUNK_TAIL
             if t is ToolArgsDelta:
                 tindex = self._tool_index.get(ev.index)
                 if tindex is None:

@@ -649,6 +649,15 @@ class ResponsesStreamDecoder(StreamDecoder):
     # ---------------------------------------------------------- entry points
 
     def feed(self, sse) -> list[StreamEvent]:
+        try:
+            return self._feed(sse)
+        except (TypeError, AttributeError, KeyError, IndexError, ValueError) as e:
+            # item/part payloads are untyped dicts: a field of the wrong JSON type lands here
+            raise UpstreamProtocolError(
+                f"malformed Responses event ({type(e).__name__}: {e}) in phase {self.phase.value}"
+            ) from e
+
+    def _feed(self, sse) -> list[StreamEvent]:
         data = sse.data
         if not data or data == "[DONE]":
             return []

@@ -475,6 +475,8 @@ class _Out:
         "custom",
         "unwrap",
         "chunks",
+        "limit",
+        "prefix",
         "signature",
         "enc",
         "redacted",
@@ -492,11 +494,30 @@ class _Out:
         self.custom = False  # emitted as custom_tool_call
         self.unwrap = False  # a custom tool offered as a function: unwrap ``{"input": ...}`` at stop
         self.chunks: list[str] = []
+        #: ``chunks`` is compacted when it reaches this length (see ``keep``)
+        self.limit = _COMPACT
+        #: the bytes of this item's delta event up to the delta value (built on first use)
+        self.prefix: bytes | None = None
         self.signature: str | None = None
         self.enc: str | None = None
         self.redacted: str | None = None
         self.summary_started = False
         self.open = True
+
+
+    def keep(self, text: str) -> None:
+        """Append to the snapshot; every ``_COMPACT`` small pieces are joined into one, so memory is
+        proportional to the text, not to the number of deltas."""
+        chunks = self.chunks
+        chunks.append(text)
+        if len(chunks) >= self.limit:
+            start = self.limit - _COMPACT
+            chunks[start:] = ["".join(chunks[start:])]
+            self.limit = start + 1 + _COMPACT
+
+
+_COMPACT = 256
+_dumps = orjson.dumps
 
 
 class ResponsesStreamEncoder(StreamEncoder):
@@ -516,6 +537,24 @@ class ResponsesStreamEncoder(StreamEncoder):
         self._nsmap = _namespaces(ctx)
 
     # ---------------------------------------------------------- framing
+
+    def _delta_ev(self, b: _Out, etype: str, index_field: bytes, delta: str, tail: bytes) -> bytes:
+        """== ``self._ev(etype, {"item_id", "output_index", [index_field: 0,] "delta", ...})`` from a
+        prefix built once per item (the hot path: one orjson call and one int format per event)."""
+        prefix = b.prefix
+        if prefix is None:
+            prefix = b.prefix = (
+                b"event: "
+                + etype.encode()
+                + b'\ndata: {"item_id":'
+                + _dumps(b.item_id)
+                + b',"output_index":%d,' % b.output_index
+                + index_field
+                + b'"delta":'
+            )
+        seq = self._seq
+        self._seq = seq + 1
+        return prefix + _dumps(delta) + tail + b'"type":"' + etype.encode() + b'","sequence_number":%d}\n\n' % seq
 
     def _ev(self, etype: str, payload: dict[str, Any]) -> bytes:
         payload["type"] = etype
@@ -649,23 +688,11 @@ class ResponsesStreamEncoder(StreamEncoder):
     def _text_delta(self, ev: TextDelta) -> bytes:
         b = self._block(ev.index, "TextDelta")
         if b.kind is BlockKind.TEXT:
-            b.chunks.append(ev.text)
-            return self._ev(
-                "response.output_text.delta",
-                {
-                    "item_id": b.item_id,
-                    "output_index": b.output_index,
-                    "content_index": 0,
-                    "delta": ev.text,
-                    "logprobs": [],
-                },
-            )
+            b.keep(ev.text)
+            return self._delta_ev(b, "response.output_text.delta", b'"content_index":0,', ev.text, b',"logprobs":[],')
         if b.kind is BlockKind.REFUSAL:
-            b.chunks.append(ev.text)
-            return self._ev(
-                "response.refusal.delta",
-                {"item_id": b.item_id, "output_index": b.output_index, "content_index": 0, "delta": ev.text},
-            )
+            b.keep(ev.text)
+            return self._delta_ev(b, "response.refusal.delta", b'"content_index":0,', ev.text, b",")
         raise UpstreamProtocolError(f"TextDelta for a {b.kind.value} block (phase {self.phase.value})")
 
     def _thinking_delta(self, ev: ThinkingDelta) -> bytes:
@@ -686,21 +713,20 @@ class ResponsesStreamEncoder(StreamEncoder):
                     "part": {"type": "summary_text", "text": ""},
                 },
             )
-        b.chunks.append(ev.text)
-        return out + self._ev(
-            "response.reasoning_summary_text.delta",
-            {"item_id": b.item_id, "output_index": b.output_index, "summary_index": 0, "delta": ev.text},
+        b.keep(ev.text)
+        return out + self._delta_ev(
+            b, "response.reasoning_summary_text.delta", b'"summary_index":0,', ev.text, b","
         )
 
     def _args_delta(self, ev: ToolArgsDelta) -> bytes:
         b = self._block(ev.index, "ToolArgsDelta")
         if b.kind is not BlockKind.TOOL_CALL and b.kind is not BlockKind.CUSTOM_TOOL_CALL:
             raise UpstreamProtocolError(f"ToolArgsDelta for a {b.kind.value} block (phase {self.phase.value})")
-        b.chunks.append(ev.fragment)
+        b.keep(ev.fragment)
         if b.unwrap or not ev.fragment:
             return b""  # buffered: the raw input is only known once the JSON arguments are complete
         etype = "response.custom_tool_call_input.delta" if b.custom else "response.function_call_arguments.delta"
-        return self._ev(etype, {"item_id": b.item_id, "output_index": b.output_index, "delta": ev.fragment})
+        return self._delta_ev(b, etype, b"", ev.fragment, b",")
 
     def _block_stop(self, b: _Out, status: str = "completed") -> bytes:
         """Close one output item. status is incomplete when an error cuts the item short."""

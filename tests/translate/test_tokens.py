@@ -1,0 +1,136 @@
+"""The local input-token estimate for count_tokens: text, images (size from the header), PDFs, tools."""
+
+from __future__ import annotations
+
+import base64
+import struct
+import zlib
+
+import pytest
+
+from dragoman.translate import tokens as t
+
+
+def png(width: int, height: int) -> bytes:
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    chunk = struct.pack(">I", len(ihdr)) + b"IHDR" + ihdr + struct.pack(">I", zlib.crc32(b"IHDR" + ihdr))
+    return b"\x89PNG\r\n\x1a\n" + chunk
+
+
+def jpeg(width: int, height: int) -> bytes:
+    app0 = b"\xff\xe0" + struct.pack(">H", 16) + b"JFIF\x00" + b"\x00" * 9
+    sof = b"\xff\xc0" + struct.pack(">HBHHB", 11, 8, height, width, 1) + b"\x01\x11\x00"
+    return b"\xff\xd8" + app0 + sof + b"\xff\xd9"
+
+
+def gif(width: int, height: int) -> bytes:
+    return b"GIF89a" + struct.pack("<HH", width, height) + b"\x00" * 8
+
+
+def webp_vp8x(width: int, height: int) -> bytes:
+    payload = b"\x00" * 4 + (width - 1).to_bytes(3, "little") + (height - 1).to_bytes(3, "little")
+    return b"RIFF" + struct.pack("<I", 4 + 8 + len(payload)) + b"WEBP" + b"VP8X" + struct.pack("<I", 10) + payload
+
+
+def image_block(data: bytes, media: str = "image/png") -> dict:
+    return {"type": "image", "source": {"type": "base64", "media_type": media, "data": base64.b64encode(data).decode()}}
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [("", 0), ("abcd", 1), ("abcde", 2), ("a" * 400, 100), ("你好世界", 4), ("привет", 3), ("héllo", 2)],
+)
+def test_text_tokens(text, expected):
+    assert t.text_tokens(text) == expected
+
+
+@pytest.mark.parametrize("make", [png, jpeg, gif, webp_vp8x])
+def test_image_size_from_header(make):
+    assert t.image_size(make(640, 480)) == (640, 480)
+
+
+def test_image_size_unknown():
+    assert t.image_size(b"not an image") is None
+    assert t.image_size(b"") is None
+
+
+def test_image_tokens_follow_anthropics_rule():
+    assert t.image_tokens_for_size(200, 200) == 54  # 40000 / 750
+    assert t.image_tokens_for_size(1000, 1000) == 1334
+    assert t.image_tokens_for_size(4000, 3000) <= t.IMAGE_MAX_TOKENS  # downscaled first
+    assert t.image_tokens_for_size(0, 10) == t.IMAGE_MAX_TOKENS
+
+
+def test_image_blocks_counted():
+    small = t.block_tokens(image_block(png(200, 200)))
+    assert small == t.BLOCK_OVERHEAD + 54
+    assert t.block_tokens(image_block(jpeg(1000, 1000), "image/jpeg")) == t.BLOCK_OVERHEAD + 1334
+    url = {"type": "image", "source": {"type": "url", "url": "https://x.example/a.png"}}
+    assert t.block_tokens(url) == t.BLOCK_OVERHEAD + t.IMAGE_MAX_TOKENS
+    broken = {"type": "image", "source": {"type": "base64", "data": "!!!!"}}
+    assert t.block_tokens(broken) == t.BLOCK_OVERHEAD + t.IMAGE_MAX_TOKENS
+
+
+def test_pdf_pages_counted():
+    pdf = b"%PDF-1.4\n1 0 obj << /Type /Pages /Count 2 >>\n2 0 obj << /Type /Page >>\n3 0 obj << /Type/Page >>\n"
+    block = {
+        "type": "document",
+        "source": {"type": "base64", "media_type": "application/pdf", "data": base64.b64encode(pdf).decode()},
+    }
+    assert t.block_tokens(block) == t.BLOCK_OVERHEAD + 2 * t.PDF_PAGE_TOKENS
+    text_doc = {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": "a" * 40}}
+    assert t.block_tokens(text_doc) == t.BLOCK_OVERHEAD + 10
+
+
+def test_request_parts_add_up():
+    base = {"model": "m", "messages": [{"role": "user", "content": "a" * 40}]}
+    plain = t.estimate_input_tokens(base)
+    assert plain == t.REQUEST_OVERHEAD + t.MESSAGE_OVERHEAD + 10
+    with_system = t.estimate_input_tokens({**base, "system": [{"type": "text", "text": "b" * 80}]})
+    assert with_system == plain + t.BLOCK_OVERHEAD + 20
+    tool = {"name": "abcd", "description": "efgh", "input_schema": {"type": "object"}}
+    with_tool = t.estimate_input_tokens({**base, "tools": [tool]})
+    schema = t.json_tokens({"type": "object"})
+    assert with_tool == plain + t.TOOL_OVERHEAD + 1 + 1 + schema + t.TOOL_PROMPT_AUTO
+    forced = t.estimate_input_tokens({**base, "tools": [tool], "tool_choice": {"type": "any"}})
+    assert forced == with_tool - t.TOOL_PROMPT_AUTO + t.TOOL_PROMPT_FORCED
+    with_image = t.estimate_input_tokens(
+        {"messages": [{"role": "user", "content": [image_block(png(200, 200)), {"type": "text", "text": "a" * 40}]}]}
+    )
+    assert with_image == t.REQUEST_OVERHEAD + t.MESSAGE_OVERHEAD + 2 * t.BLOCK_OVERHEAD + 54 + 10
+
+
+def test_thinking_counts_only_in_the_last_assistant_message():
+    thinking = {"type": "thinking", "thinking": "x" * 400, "signature": "sig"}
+    old = {"role": "assistant", "content": [thinking, {"type": "text", "text": "ok"}]}
+    last = {"role": "assistant", "content": [thinking, {"type": "tool_use", "id": "t", "name": "f", "input": {}}]}
+    user = {"role": "user", "content": "hi"}
+    result = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": "done"}]}
+    a = t.estimate_input_tokens({"messages": [user, old, user, last, result]})
+    b = t.estimate_input_tokens({"messages": [user, {**old, "content": old["content"][1:]}, user, last, result]})
+    assert a == b  # the earlier turn's thinking is free
+    c = t.estimate_input_tokens({"messages": [user, old, user, {**last, "content": last["content"][1:]}, result]})
+    assert b - c == t.BLOCK_OVERHEAD + 100
+
+
+def test_tolerates_odd_shapes():
+    assert t.estimate_input_tokens({}) == t.REQUEST_OVERHEAD
+    odd = {
+        "system": 5,
+        "messages": ["x", {"role": "user", "content": [None, 3, {"type": "weird", "a": 1}]}],
+        "tools": [1],
+    }
+    assert t.estimate_input_tokens(odd) > t.REQUEST_OVERHEAD
+
+
+def test_claude_code_capture_is_in_a_plausible_range():
+    import json
+    from pathlib import Path
+
+    path = Path("/work/shared/clients/captures/claude-code/cc-text/002-POST-v1_messages.body.json")
+    if not path.exists():
+        pytest.skip("shared captures not available")
+    body = json.loads(path.read_text())
+    n = t.estimate_input_tokens(body)
+    # a 76 KB request (24 tools, ~6k-char prompt): ~18k characters of JSON per 4.5k tokens
+    assert 10_000 < n < 30_000
