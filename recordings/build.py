@@ -24,7 +24,6 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from corpus_loader import CORPUS  # noqa: E402
 from corpus_loader import load_all  # noqa: E402
-
 from dragoman.mitm import store  # noqa: E402
 from dragoman.protocols import Protocol  # noqa: E402
 from dragoman.record.model import Body  # noqa: E402

@@ -9,6 +9,7 @@ import json
 import subprocess
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -166,12 +167,11 @@ def test_speed_zero_is_fast(recorded, replay):
 
 def test_sdk_clients_on_the_replay(recorded, replay, run_client):
     m = replay("0")
-    stopped = FakeUpstream()  # never started: run_client only reads its (empty) request list
+    no_upstream = SimpleNamespace(requests=[])  # run_client only reads the upstream's request list
     for sdk in ("anthropic", "openai-chat", "openai-responses"):
-        res, _ = run_client(m, stopped, sdk, "stream", "text")
+        res, _ = run_client(m, no_upstream, sdk, "stream", "text")
         assert res["ok"], (sdk, res)
         assert res["text"] == fu.TEXT, (sdk, res)
-    stopped.stop()
 
 
 def test_saved_flow_shows_both_sides(recorded):

@@ -25,8 +25,8 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field
+from datetime import UTC
 from datetime import datetime
-from datetime import timezone
 from pathlib import Path
 from typing import Any
 
@@ -100,7 +100,7 @@ class RecorderBefore:
         rec.seq += 1
         rec.pending[flow.id] = _Pending(
             seq=rec.seq,
-            started=datetime.now(timezone.utc).isoformat(timespec="milliseconds"),
+            started=datetime.now(UTC).isoformat(timespec="milliseconds"),
             client_protocol=protocol.value,
             client_request=_snapshot_request(flow.request),
         )
