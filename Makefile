@@ -10,12 +10,13 @@ EXTRAS ?= test,clients,dev
 JOBS ?= 2
 PYTEST_ARGS ?=
 
-.PHONY: help install test test-unit test-e2e lint run bench bench-quick
+.PHONY: help install test test-unit test-e2e lint run bench bench-quick golden
 
 help:
 	@echo "make install   create $(VENV) with $(PY) and install Dragoman editable with [$(EXTRAS)]"
 	@echo "make test      pytest -n $(JOBS) over tests/ (e2e included; SDK clients: DRAGOMAN_CLIENT_PYTHON)"
 	@echo "make lint      ruff check"
+	@echo "make golden    regenerate tests/golden/ (every shipped recording x client protocol); review the diff"
 	@echo "make run       offline demo: fake openai-chat upstream + mitmdump on 127.0.0.1:8080"
 	@echo "make bench     performance benchmark (prints a table, writes bench/results/latest.json)"
 
@@ -35,6 +36,9 @@ test-e2e:
 
 lint:
 	$(VENV)/bin/ruff check addon tests bench
+
+golden:  ## regenerate the golden outputs of tests/golden/test_golden.py
+	PYTHONPATH=tests $(PYTHON) tests/golden/test_golden.py
 
 run:
 	@echo "Starting the offline demo (Ctrl-C stops it)."

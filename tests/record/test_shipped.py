@@ -6,13 +6,11 @@ clients see what the recording says they saw."""
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import pytest
 
 from conftest import chunkings
 from conftest import run_stream
-from dragoman.mitm import store
 from dragoman.protocols import Protocol
 from dragoman.protocols import get_codec
 from dragoman.protocols.base import Context
@@ -21,16 +19,16 @@ from dragoman.translate.plan import Plan
 from dragoman.translate.response import translate_error
 from dragoman.translate.response import translate_response
 from dragoman.translate.stream import StreamTranslator
+from recordings_loader import EXCHANGES
+from recordings_loader import SESSIONS
+from recordings_loader import exchange_id
 from validators import anthropic as va
 from validators import chat as vc
 from validators import responses as vr
 
-RECORDINGS = Path(__file__).resolve().parents[2] / "recordings"
 STREAM = {Protocol.ANTHROPIC_MESSAGES: va.validate_stream, Protocol.OPENAI_CHAT: vc.validate_stream, Protocol.OPENAI_RESPONSES: vr.validate_stream}
 BODY = {Protocol.ANTHROPIC_MESSAGES: va.validate_message, Protocol.OPENAI_CHAT: vc.validate_completion, Protocol.OPENAI_RESPONSES: vr.validate_response}
 ERROR = {Protocol.ANTHROPIC_MESSAGES: va.validate_error_body, Protocol.OPENAI_CHAT: vc.validate_error_body, Protocol.OPENAI_RESPONSES: vr.validate_error_body}
-EXCHANGES = store.load_exchanges(RECORDINGS)
-SESSIONS = sorted({p.parent.name for p, _ in EXCHANGES})
 
 
 @pytest.fixture(autouse=True)
@@ -50,7 +48,7 @@ def test_recordings_cover_the_required_sessions():
 
 
 @pytest.mark.parametrize("client", list(Protocol), ids=lambda p: p.value)
-@pytest.mark.parametrize("path,ex", EXCHANGES, ids=[f"{p.parent.name}/{p.name[:3]}" for p, _ in EXCHANGES])
+@pytest.mark.parametrize("path,ex", EXCHANGES, ids=[exchange_id(p) for p, _ in EXCHANGES])
 def test_replay_translation_is_valid_for_every_client(path, ex, client):
     upstream = Protocol(ex.upstream_protocol)
     resp = ex.upstream_response

@@ -270,7 +270,9 @@ class Replayer:
         req.headers[TOKEN_HEADER] = token
 
     def error(self, flow: http.HTTPFlow) -> None:
-        token = self.flow_tokens.pop(flow.id, None)
+        # the token moved to the request header in ``request``: a flow that failed before the replay server
+        # read it (e.g. the client went away) would leave its exchange in ``tokens`` for ever
+        token = self.flow_tokens.pop(flow.id, None) or flow.request.headers.get(TOKEN_HEADER)
         if token is not None:
             self.tokens.pop(token, None)
 

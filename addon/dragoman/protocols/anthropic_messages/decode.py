@@ -66,6 +66,8 @@ from dragoman.ir.request import ToolResultPart
 from dragoman.ir.response import OutputPart
 from dragoman.ir.response import Response
 from dragoman.protocols import _wire
+from dragoman.protocols._checks import ToolArgs
+from dragoman.protocols._checks import token_count
 from dragoman.protocols.anthropic_messages import models as m
 from dragoman.protocols.base import Context
 from dragoman.protocols.base import StreamDecoder
@@ -112,10 +114,16 @@ def usage_to_ir(
     cache_read: int | None,
     cache_creation: int | None,
 ) -> Usage:
-    """Anthropic usage -> IR usage (IR ``input_tokens`` includes both cache fields)."""
+    """Anthropic usage -> IR usage (IR ``input_tokens`` includes both cache fields).
+
+    A count that does not fit 64 bits (or is negative) is an ``UpstreamProtocolError``."""
     total: int | None = None
     if input_tokens is not None or cache_read is not None or cache_creation is not None:
-        total = (input_tokens or 0) + (cache_read or 0) + (cache_creation or 0)
+        total = token_count((input_tokens or 0) + (cache_read or 0) + (cache_creation or 0), "input_tokens")
+    token_count(input_tokens, "input_tokens")
+    token_count(output_tokens, "output_tokens")
+    token_count(cache_read, "cache_read_input_tokens")
+    token_count(cache_creation, "cache_creation_input_tokens")
     return Usage(
         input_tokens=total,
         output_tokens=output_tokens,
@@ -449,6 +457,8 @@ class AnthropicStreamDecoder(StreamDecoder):
         self._seen: set[int] = set()
         self._custom_buf: dict[int, list[str]] = {}
         self._custom = ctx.custom_tools()
+        #: arguments of the open tool_use blocks, checked as JSON at message_delta
+        self._args = ToolArgs()
         self._unknown: set[str] = set()
         # raw Anthropic usage fields, merged across message_start and message_delta
         self._usage: dict[str, int | None] = {}
@@ -583,9 +593,12 @@ class AnthropicStreamDecoder(StreamDecoder):
                     buf.append(orjson.dumps(b.input).decode())
                 return [BlockStart(idx, BlockKind.CUSTOM_TOOL_CALL, tool_call_id=b.id, name=b.name)]
             self._open[idx] = _Block.TOOL
+            self._args.start(idx, b.name)
             out = [BlockStart(idx, BlockKind.TOOL_CALL, tool_call_id=b.id, name=b.name)]
             if b.input:
-                out.append(ToolArgsDelta(idx, orjson.dumps(b.input).decode()))
+                initial = orjson.dumps(b.input).decode()
+                self._args.add(idx, initial)
+                out.append(ToolArgsDelta(idx, initial))
             return out
         # server_tool_use, web_search_tool_result, mcp_tool_use, compaction, ... and anything new
         self._open[idx] = _Block.SWALLOWED
@@ -623,7 +636,10 @@ class AnthropicStreamDecoder(StreamDecoder):
                 return [ThinkingDelta(idx, value)] if value else []
         elif dt == "input_json_delta":
             if kind is _Block.TOOL:
-                return [ToolArgsDelta(idx, value)] if value else []
+                if not value:
+                    return []
+                self._args.add(idx, value)  # type: ignore[arg-type]
+                return [ToolArgsDelta(idx, value)]  # type: ignore[arg-type]
             if kind is _Block.CUSTOM_TOOL:
                 self._custom_buf[idx].append(value)  # type: ignore[arg-type]
                 return []
@@ -660,7 +676,10 @@ class AnthropicStreamDecoder(StreamDecoder):
             raise UpstreamProtocolError(
                 f"content_block_stop for index {idx} without an open block in phase {self.phase.name}"
             )
-        if kind is _Block.TEXT or kind is _Block.THINKING or kind is _Block.TOOL:
+        if kind is _Block.TOOL:
+            self._args.stop(idx)
+            return [BlockStop(idx)]
+        if kind is _Block.TEXT or kind is _Block.THINKING:
             return [BlockStop(idx)]
         return self._finish_block(idx, kind)
 
@@ -676,9 +695,12 @@ class AnthropicStreamDecoder(StreamDecoder):
         for key in e.delta.model_extra or {}:
             if e.delta.model_extra[key] is not None:
                 self.ctx.dropped.add(key)
+        stop = anthropic_stop(e.delta.stop_reason)
+        # tool arguments that are not JSON are an upstream fault, unless max_tokens cut them off
+        self._args.check(stop)
         out.append(
             MessageDelta(
-                stop_reason=anthropic_stop(e.delta.stop_reason),
+                stop_reason=stop,
                 usage=self._merge_usage(e.usage),
                 stop_sequence=e.delta.stop_sequence,
             )

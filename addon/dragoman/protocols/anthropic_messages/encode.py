@@ -67,6 +67,7 @@ from dragoman.ir.request import Tool
 from dragoman.ir.request import ToolCallPart
 from dragoman.ir.request import ToolResultPart
 from dragoman.ir.response import Response
+from dragoman.protocols._checks import safe_message
 from dragoman.protocols.base import Context
 from dragoman.protocols.base import StreamEncoder
 from dragoman.sse.encoder import encode_json
@@ -900,7 +901,11 @@ class AnthropicStreamEncoder(StreamEncoder):
         body = {"type": "error", "error": {"type": error_type(err), "message": err.message}}
         if err.request_id:
             body["request_id"] = err.request_id
-        return encode_json("error", body)
+        try:
+            return encode_json("error", body)
+        except (TypeError, ValueError):  # an upstream field no JSON encoder can write: the message only
+            logger.warning("Anthropic error frame: upstream error fields not encodable; sending the message only")
+            return encode_json("error", {"type": "error", "error": {"type": "api_error", "message": safe_message(err.message)}})
 
     def close(self) -> bytes:
         return b""

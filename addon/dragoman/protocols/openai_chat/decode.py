@@ -50,6 +50,8 @@ from dragoman.ir.request import ToolCallPart
 from dragoman.ir.request import ToolChoice
 from dragoman.ir.request import ToolResultPart
 from dragoman.ir.response import Response
+from dragoman.protocols._checks import ToolArgs
+from dragoman.protocols._checks import token_count
 from dragoman.protocols._wire import describe_validation_error
 from dragoman.protocols._wire import generic_error
 from dragoman.protocols.base import Context
@@ -103,6 +105,12 @@ def decode_usage(u: Any) -> Usage | None:
         rt = ctd.get("reasoning_tokens")
         if isinstance(rt, int):
             out.reasoning_tokens = rt
+    # counts no encoder can write (above 64 bits) or negative ones: a broken upstream, not a crash
+    token_count(out.input_tokens, "prompt_tokens")
+    token_count(out.output_tokens, "completion_tokens")
+    token_count(out.cache_read_tokens, "cached_tokens")
+    token_count(out.cache_creation_tokens, "cache_write_tokens")
+    token_count(out.reasoning_tokens, "reasoning_tokens")
     return out
 
 
@@ -578,6 +586,8 @@ class ChatStreamDecoder(StreamDecoder):
         self._usage: Usage | None = None
         self._custom = ctx.custom_tools()
         self._unknown_logged = False
+        #: arguments of the open (non-custom) tool calls, checked as JSON at the finish_reason
+        self._args = ToolArgs()
 
     # -- helpers
 
@@ -760,6 +770,8 @@ class ChatStreamDecoder(StreamDecoder):
             custom = name in self._custom
             slot = _Tool(self._new_block(), custom)
             self._tools[key] = slot
+            if not custom:
+                self._args.start(slot.block, name)
             tid = tc.get("id") or f"call_{key}"
             out.append(
                 BlockStart(
@@ -774,12 +786,15 @@ class ChatStreamDecoder(StreamDecoder):
             if slot.custom:
                 slot.args.append(args)
             else:
+                self._args.add(slot.block, args)
                 out.append(ToolArgsDelta(slot.block, args))
 
     def _close_tools(self, out: list[StreamEvent]) -> None:
         for slot in self._tools.values():
             if slot.custom and slot.args:
                 out.append(ToolArgsDelta(slot.block, _unwrap_custom_args("".join(slot.args))))
+            elif not slot.custom:
+                self._args.stop(slot.block)
             out.append(BlockStop(slot.block))
         self._tools.clear()
 
@@ -787,6 +802,8 @@ class ChatStreamDecoder(StreamDecoder):
         self._close_current(out)
         self._close_tools(out)
         self._stop = chat_stop(fr if isinstance(fr, str) else None)
+        # tool arguments that are not JSON are an upstream fault, unless "length" cut them off
+        self._args.check(self._stop)
         self.phase = Phase.FINISHED
 
     def _on_done(self) -> list[StreamEvent]:
@@ -804,6 +821,7 @@ class ChatStreamDecoder(StreamDecoder):
         self._close_current(out)
         self._close_tools(out)
         self._stop = StopReason.TOOL_USE if had_tools else StopReason.END_TURN
+        self._args.check(self._stop)
         out.extend(self._finish())
         return out
 

@@ -58,6 +58,7 @@ from dragoman.ir.request import Tool
 from dragoman.ir.request import ToolCallPart
 from dragoman.ir.request import ToolResultPart
 from dragoman.ir.response import Response
+from dragoman.protocols._checks import safe_message
 from dragoman.protocols.base import Context
 from dragoman.protocols.base import StreamEncoder
 from dragoman.sse.encoder import DONE
@@ -539,6 +540,8 @@ class ChatStreamEncoder(StreamEncoder):
         finish = IR_TO_CHAT.get(ev.stop_reason, "stop") if ev.stop_reason is not None else "stop"
         if ev.stop_reason is StopReason.END_TURN and self._next_tool:
             finish = "tool_calls"  # an Anthropic end_turn after tool_use still means tool calls to a Chat client
+        elif finish == "tool_calls" and not self._next_tool:
+            finish = "stop"  # "tool_calls" without any call would send a Chat agent loop looking for one
         out = self._chunk({}, finish)
         req = self.ctx.request
         if req is not None and req.include_usage:
@@ -548,7 +551,12 @@ class ChatStreamEncoder(StreamEncoder):
 
     def error(self, err: ErrorInfo) -> bytes:
         self.phase = Phase.DONE
-        return b"data: " + orjson.dumps({"error": error_object(err)}) + b"\n\n"
+        try:
+            return b"data: " + orjson.dumps({"error": error_object(err)}) + b"\n\n"
+        except (TypeError, ValueError):  # an upstream code/param no JSON encoder can write: a plain frame
+            logger.warning("Chat error frame: upstream error fields not encodable; sending the message only")
+            obj = {"message": safe_message(err.message), "type": _TYPE_BY_KIND.get(err.kind, "server_error"), "param": None, "code": None}
+            return b"data: " + orjson.dumps({"error": obj}) + b"\n\n"
 
     def close(self) -> bytes:
         return b""

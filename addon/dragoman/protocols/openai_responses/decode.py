@@ -55,6 +55,8 @@ from dragoman.ir.request import ToolChoice
 from dragoman.ir.request import ToolResultPart
 from dragoman.ir.response import OutputPart
 from dragoman.ir.response import Response
+from dragoman.protocols._checks import ToolArgs
+from dragoman.protocols._checks import token_count
 from dragoman.protocols._wire import describe_validation_error
 from dragoman.protocols._wire import generic_error
 from dragoman.protocols.base import Context
@@ -446,17 +448,27 @@ def _decode_input(items: list[dict[str, Any]], req: Request, namespaces: dict[st
 
 
 def decode_usage(u: dict[str, Any] | None) -> Usage | None:
-    if not u:
+    if not u or not isinstance(u, dict):
         return None
-    itd = u.get("input_tokens_details") or {}
-    otd = u.get("output_tokens_details") or {}
+    itd = u.get("input_tokens_details")
+    otd = u.get("output_tokens_details")
+    itd = itd if isinstance(itd, dict) else {}
+    otd = otd if isinstance(otd, dict) else {}
     return Usage(
-        input_tokens=u.get("input_tokens"),
-        output_tokens=u.get("output_tokens"),
-        cache_read_tokens=itd.get("cached_tokens"),
-        cache_creation_tokens=itd.get("cache_write_tokens"),
-        reasoning_tokens=otd.get("reasoning_tokens"),
+        input_tokens=_count(u, "input_tokens"),
+        output_tokens=_count(u, "output_tokens"),
+        cache_read_tokens=_count(itd, "cached_tokens"),
+        cache_creation_tokens=_count(itd, "cache_write_tokens"),
+        reasoning_tokens=_count(otd, "reasoning_tokens"),
     )
+
+
+def _count(d: dict[str, Any], name: str) -> int | None:
+    """A token count: an int that fits 64 bits (else ``UpstreamProtocolError``); any other type is ignored."""
+    v = d.get(name)
+    if type(v) is not int:
+        return None
+    return token_count(v, name)
 
 
 def _terminal_stop(status: str | None, incomplete: dict[str, Any] | None, tool_use: bool) -> StopReason:
@@ -645,6 +657,8 @@ class ResponsesStreamDecoder(StreamDecoder):
         self._tool_use = False
         self._any_item = False
         self._unknown_logged: set[str] = set()
+        #: arguments of the open function_call items (by block index), checked as JSON at the terminal event
+        self._args = ToolArgs()
 
     # ---------------------------------------------------------- entry points
 
@@ -789,6 +803,8 @@ class ResponsesStreamDecoder(StreamDecoder):
         stop = _terminal_stop(resp.status or t.rsplit(".", 1)[1], resp.incomplete_details, self._tool_use)
         if t == "response.incomplete" and stop is StopReason.END_TURN:
             stop = StopReason.MAX_TOKENS
+        # function arguments that are not JSON are an upstream fault, unless the output was cut short
+        self._args.check(stop)
         out.append(MessageDelta(stop_reason=stop, usage=decode_usage(resp.usage)))
         out.append(MessageStop())
         self.phase = Phase.DONE
@@ -843,9 +859,17 @@ class ResponsesStreamDecoder(StreamDecoder):
             st.block = self._new_block(BlockKind.THINKING)
             out.append(BlockStart(st.block.index, BlockKind.THINKING, item_id=item_id))
         elif kind is _ItemKind.FUNCTION or kind is _ItemKind.CUSTOM:
+            name = item.get("name")
+            call_id = item.get("call_id")
+            if type(name) is not str or not name or (call_id is not None and type(call_id) is not str):
+                raise UpstreamProtocolError(
+                    f"Responses {itype} item needs a string name and call_id (phase {self.phase.value})"
+                )
             self._tool_use = True
             bkind = BlockKind.TOOL_CALL if kind is _ItemKind.FUNCTION else BlockKind.CUSTOM_TOOL_CALL
             st.block = self._new_block(bkind)
+            if kind is _ItemKind.FUNCTION:
+                self._args.start(st.block.index, name)
             out.append(
                 BlockStart(
                     st.block.index,
@@ -890,6 +914,8 @@ class ResponsesStreamDecoder(StreamDecoder):
                 if isinstance(c, dict) and c.get("type") == "reasoning_text":
                     self._emit(b, ("raw", ci), c.get("text") or "", out, thinking=True)
             enc = item.get("encrypted_content")
+            if enc is not None and type(enc) is not str:
+                raise UpstreamProtocolError(f"Responses reasoning encrypted_content is not a string (phase {self.phase.value})")
             if b.open and enc:
                 out.append(SignatureDelta(b.index, encrypted_content=enc))
             self._stop(b, out)
@@ -973,6 +999,10 @@ class ResponsesStreamDecoder(StreamDecoder):
         summary: bool = False,
     ) -> None:
         """Emit the part of a full value that no delta carried."""
+        if type(full) is not str:  # e.g. a list-typed "arguments": it must never reach an encoder
+            raise UpstreamProtocolError(
+                f"Responses {key[0]} value is a {type(full).__name__}, not a string (phase {self.phase.value})"
+            )
         if not b.open:
             return
         n = b.emitted.get(key, 0)
@@ -986,6 +1016,7 @@ class ResponsesStreamDecoder(StreamDecoder):
         b.emitted[key] = len(full)
         if key == _ARGS_KEY:
             b.emitted[_ARGS_CRC] = zlib.crc32(full.encode())
+            self._args.add(b.index, rest)
         out.append(self._fragment(b, rest, thinking, summary))
 
     @staticmethod
@@ -999,6 +1030,7 @@ class ResponsesStreamDecoder(StreamDecoder):
     def _stop(self, b: _Block, out: list[StreamEvent]) -> None:
         if b.open:
             b.open = False
+            self._args.stop(b.index)
             out.append(BlockStop(b.index))
 
     def _close_all(self, out: list[StreamEvent]) -> None:
@@ -1064,6 +1096,7 @@ class ResponsesStreamDecoder(StreamDecoder):
             emitted = b.emitted
             emitted[_ARGS_KEY] = emitted.get(_ARGS_KEY, 0) + len(delta)
             emitted[_ARGS_CRC] = zlib.crc32(delta.encode(), emitted.get(_ARGS_CRC, 0))
+            self._args.add(b.index, delta)
             out.append(ToolArgsDelta(b.index, delta))
 
     def _need(self, st: _Item, kind: _ItemKind, t: str) -> None:

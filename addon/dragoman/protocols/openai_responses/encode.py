@@ -38,6 +38,7 @@ from dragoman.ir.request import ThinkingPart
 from dragoman.ir.request import ToolCallPart
 from dragoman.ir.request import ToolResultPart
 from dragoman.ir.response import Response
+from dragoman.protocols._checks import safe_message
 from dragoman.protocols.base import Context
 from dragoman.protocols.base import StreamEncoder
 from dragoman.protocols.openai_responses.decode import EXTRA_ECHO
@@ -822,19 +823,52 @@ class ResponsesStreamEncoder(StreamEncoder):
     def error(self, err: ErrorInfo) -> bytes:
         if self.phase is Phase.DONE:
             return b""
-        out = b""
-        if self.phase is Phase.WAITING:
-            out = self._begin(None)
-        # every added item is done before the terminal event, marked incomplete (strict clients track items)
-        out += self._close_open("incomplete")
-        code = err.code or ERROR_TYPES.get(err.kind, "server_error")
-        out += self._ev("error", {"code": code, "message": err.message, "param": err.param})
-        obj = self._obj("failed")
-        obj["output"] = [o for o in self._output if o is not None]
-        obj["error"] = {"code": code, "message": err.message}
-        obj["usage"] = encode_usage(self._usage) if (self._usage.input_tokens or self._usage.output_tokens) else None
+        was_waiting = self.phase is Phase.WAITING  # the client has not seen response.created yet
+        try:
+            out = b""
+            if self.phase is Phase.WAITING:
+                out = self._begin(None)
+            # every added item is done before the terminal event, marked incomplete (strict clients track items)
+            out += self._close_open("incomplete")
+            code = err.code or ERROR_TYPES.get(err.kind, "server_error")
+            out += self._ev("error", {"code": code, "message": err.message, "param": err.param})
+            obj = self._obj("failed")
+            obj["output"] = [o for o in self._output if o is not None]
+            obj["error"] = {"code": code, "message": err.message}
+            obj["usage"] = (
+                encode_usage(self._usage) if (self._usage.input_tokens or self._usage.output_tokens) else None
+            )
+            out += self._ev("response.failed", {"response": obj})
+        except Exception:  # noqa: BLE001 - the error frame must always be sent: a minimal one
+            logger.warning("Responses error frame: state or upstream fields not encodable; sending a minimal one")
+            out = self._minimal_error(err, was_waiting)
         self.phase = Phase.DONE
-        return out + self._ev("response.failed", {"response": obj})
+        return out
+
+    def _minimal_error(self, err: ErrorInfo, was_waiting: bool) -> bytes:
+        """``error`` + ``response.failed`` built only from values known to encode (nothing from the upstream
+        but the message); ``response.created`` first when nothing was sent yet."""
+        message = safe_message(err.message)
+        rid = self._rid if type(self._rid) is str else "resp_error"
+        model = self._model if type(self._model) is str else ""
+        created = self._created if type(self._created) is int and 0 <= self._created < 2**53 else int(time.time())
+
+        def obj(status: str) -> dict[str, Any]:
+            return {"id": rid, "object": "response", "created_at": created, "status": status, "model": model,
+                    "output": [], "error": None, "usage": None}
+
+        out = b""
+        if was_waiting:
+            out = self._ev("response.created", {"response": obj("in_progress")}) + self._ev(
+                "response.in_progress", {"response": obj("in_progress")}
+            )
+        failed = obj("failed")
+        failed["error"] = {"code": "server_error", "message": message}
+        return (
+            out
+            + self._ev("error", {"code": "server_error", "message": message, "param": None})
+            + self._ev("response.failed", {"response": failed})
+        )
 
     def close(self) -> bytes:
         return b""
