@@ -423,3 +423,113 @@ def test_strict_turns_unknown_event_types_into_errors(upstream, client):
     assert b"future_event_type" in out
     # and strict changes nothing for a clean stream
     assert translate(upstream, client, [base], strict=True) == translate(upstream, client, [base])
+
+
+# ---------------------------------------------------------------- regressions found by the fuzz run (300 examples)
+
+
+def _tool_events(upstream: Protocol) -> list[bytes]:
+    from .fuzzkit import fake_stream
+
+    return events_of(fake_stream(upstream, "tools"))
+
+
+def _both_chunkings(upstream: Protocol, client: Protocol, data: bytes) -> bytes:
+    whole = translate(upstream, client, [data])
+    assert translate(upstream, client, [data[i : i + 1] for i in range(len(data))]) == whole
+    return whole
+
+
+@pytest.mark.parametrize("upstream, client", PAIRS, ids=PAIR_IDS)
+def test_lost_tool_argument_delta_is_an_error_not_a_complete_call(upstream, client):
+    evs = _tool_events(upstream)
+    i = _first_event_index(evs, b'": \\"Par"')  # the second fragment of get_weather's arguments
+    del evs[i]
+    if upstream is Protocol.OPENAI_RESPONSES:  # its .done events carry the whole arguments: drop them too
+        evs = [e for e in evs if not (b"fc_fake_0" in e and (b"arguments.done" in e or b"output_item.done" in e))]
+    out = _both_chunkings(upstream, client, join_events(evs))
+    _expect_error(client, out)
+    assert b"get_weather" in out and (b"not a JSON object" in out or b"disagree" in out or b"arguments" in out)
+
+
+@pytest.mark.parametrize("upstream, client", [p for p in PAIRS if p[0] is not Protocol.OPENAI_RESPONSES], ids=[
+    i for p, i in zip(PAIRS, PAIR_IDS) if p[0] is not Protocol.OPENAI_RESPONSES])
+def test_tool_arguments_cut_by_max_tokens_are_legitimate(upstream, client):
+    """max_tokens/length may cut tool input mid-JSON (real recording: stream-max-tokens-mid-tool-input)."""
+    evs = _tool_events(upstream)
+    del evs[_first_event_index(evs, b'": \\"Par"')]
+    data = join_events(evs)
+    if upstream is Protocol.ANTHROPIC_MESSAGES:
+        data = data.replace(b'"stop_reason":"tool_use"', b'"stop_reason":"max_tokens"')
+    else:
+        data = data.replace(b'"finish_reason":"tool_calls"', b'"finish_reason":"length"')
+    out = _both_chunkings(upstream, client, data)
+    s = check_client_stream(client, out)
+    assert s.error is None
+    assert s.stop_reason in ("max_tokens", "length", "incomplete:max_output_tokens")
+
+
+USAGE_PATCH = {
+    Protocol.ANTHROPIC_MESSAGES: (b'"usage":{"output_tokens":', b'"usage":{"output_tokens":1180591620717411303424,"x":'),
+    Protocol.OPENAI_CHAT: (b'"completion_tokens":', b'"completion_tokens":1180591620717411303424,"x":'),
+    Protocol.OPENAI_RESPONSES: (b'"output_tokens":', b'"output_tokens":1180591620717411303424,"x":'),
+}
+
+
+@pytest.mark.parametrize("upstream, client", PAIRS, ids=PAIR_IDS)
+def test_usage_above_64_bits_is_a_protocol_error(upstream, client):
+    data = fake_stream_text(upstream)
+    old, new = USAGE_PATCH[upstream]
+    assert old in data
+    out = _both_chunkings(upstream, client, data.replace(old, new))
+    _expect_error(client, out)
+    assert b"out of range" in out
+
+
+def fake_stream_text(upstream: Protocol) -> bytes:
+    return join_events(_text_events(upstream))
+
+
+@pytest.mark.parametrize("client", PROTOCOLS, ids=lambda p: p.value)
+@pytest.mark.parametrize("field, value", [("arguments", [1]), ("arguments", {"a": 1}), ("name", 5), ("call_id", [])])
+def test_responses_item_fields_of_the_wrong_type_end_with_one_error(client, field, value):
+    up = Protocol.OPENAI_RESPONSES
+    evs = _tool_events(up)
+    i = _first_event_index(evs, b"response.output_item.added")
+    other, payload = data_of(evs[i])
+    obj = json.loads(payload)
+    obj["item"][field] = value
+    evs[i] = with_data(other, json.dumps(obj).encode())
+    out = _both_chunkings(up, client, join_events(evs))
+    _expect_error(client, out)
+
+
+@pytest.mark.parametrize("client", PROTOCOLS, ids=lambda p: p.value)
+@pytest.mark.parametrize("when", ["before_start", "mid_stream"])
+def test_encoder_error_frame_survives_unencodable_upstream_fields(client, when):
+    """An upstream error code/param/request id no JSON encoder can write still gives one error frame."""
+    from dragoman.ir.common import ErrorInfo
+    from dragoman.ir.common import ErrorKind
+    from dragoman.ir.events import BlockStart
+    from dragoman.ir.events import BlockKind
+    from dragoman.ir.events import MessageStart
+    from dragoman.ir.events import ToolArgsDelta
+    from dragoman.protocols import get_codec
+    from dragoman.protocols.base import Context
+
+    from .fuzzkit import deterministic
+    from .fuzzkit import request_for
+
+    huge = 2**70
+    err = ErrorInfo(kind=ErrorKind.API_ERROR, message="boom \ud800", code=huge, param=[huge], request_id=huge)  # type: ignore[arg-type]
+    with deterministic():
+        enc = get_codec(client).stream_encoder(Context(request=request_for(client)))
+        out = b""
+        if when == "mid_stream":
+            out += enc.encode(MessageStart(id="x", model="m"))
+            out += enc.encode(BlockStart(0, BlockKind.TOOL_CALL, tool_call_id="c", name="f"))
+            out += enc.encode(ToolArgsDelta(0, '{"a":'))
+        frame = enc.error(err)
+    assert frame
+    s = check_client_stream(client, out + frame)
+    assert s.error is not None and "boom" in json.dumps(s.error)

@@ -8,6 +8,7 @@ import logging
 import pytest
 from mitmproxy import exceptions
 from mitmproxy import http
+from mitmproxy.proxy import mode_specs
 from mitmproxy.test import taddons
 from mitmproxy.test import tflow
 
@@ -50,7 +51,10 @@ def make_flow(
         hdrs["authorization"] = f"Bearer {CLIENT_KEY}"
     hdrs.update(headers or {})
     req = http.Request.make("POST", f"http://{host}:8080{PATHS[client]}", raw, hdrs)
-    return tflow.tflow(req=req)
+    f = tflow.tflow(req=req)
+    # reverse mode: any endpoint path is handled (in regular mode only the official hosts are, see hosts.py)
+    f.client_conn.proxy_mode = mode_specs.ProxyMode.parse(f"reverse:http://{host}:8080")
+    return f
 
 
 @pytest.fixture

@@ -377,6 +377,7 @@ class Translate:
             state.watchdog.cancel()
         if state is None or flow.response is None:
             return
+        logger.debug("flow %s: state released, %d flows in flight", flow.id, len(self.flows))
         if flow.is_replay:
             return
         resp = flow.response
@@ -389,6 +390,7 @@ class Translate:
         state = self.flows.pop(flow.id)
         if state is None:
             return
+        logger.debug("flow %s: state released, %d flows in flight", flow.id, len(self.flows))
         message = flow.error.msg if flow.error else "unknown error"
         if state.watchdog is not None:
             timed_out = state.watchdog.timed_out
