@@ -470,9 +470,9 @@ def test_tool_arguments_cut_by_max_tokens_are_legitimate(upstream, client):
 
 
 USAGE_PATCH = {
-    Protocol.ANTHROPIC_MESSAGES: (b'"usage":{"output_tokens":', b'"usage":{"output_tokens":1180591620717411303424,"x":'),
-    Protocol.OPENAI_CHAT: (b'"completion_tokens":', b'"completion_tokens":1180591620717411303424,"x":'),
-    Protocol.OPENAI_RESPONSES: (b'"output_tokens":', b'"output_tokens":1180591620717411303424,"x":'),
+    Protocol.ANTHROPIC_MESSAGES: (b'"usage":{"output_tokens":', b'"usage":{"output_tokens":18446744073709551615,"x":'),
+    Protocol.OPENAI_CHAT: (b'"completion_tokens":', b'"completion_tokens":18446744073709551615,"x":'),
+    Protocol.OPENAI_RESPONSES: (b'"output_tokens":', b'"output_tokens":18446744073709551615,"x":'),
 }
 
 

@@ -824,6 +824,7 @@ class ResponsesStreamEncoder(StreamEncoder):
         if self.phase is Phase.DONE:
             return b""
         was_waiting = self.phase is Phase.WAITING  # the client has not seen response.created yet
+        seq = self._seq
         try:
             out = b""
             if self.phase is Phase.WAITING:
@@ -841,6 +842,7 @@ class ResponsesStreamEncoder(StreamEncoder):
             out += self._ev("response.failed", {"response": obj})
         except Exception:  # noqa: BLE001 - the error frame must always be sent: a minimal one
             logger.warning("Responses error frame: state or upstream fields not encodable; sending a minimal one")
+            self._seq = seq  # nothing of the failed attempt was sent
             out = self._minimal_error(err, was_waiting)
         self.phase = Phase.DONE
         return out
