@@ -10,12 +10,13 @@ EXTRAS ?= test,clients,dev
 JOBS ?= 2
 PYTEST_ARGS ?=
 
-.PHONY: help install test test-unit test-e2e lint run bench bench-quick golden
+.PHONY: help install test test-unit test-e2e lint run bench bench-quick golden fuzz
 
 help:
 	@echo "make install   create $(VENV) with $(PY) and install Dragoman editable with [$(EXTRAS)]"
 	@echo "make test      pytest -n $(JOBS) over tests/ (e2e included; SDK clients: DRAGOMAN_CLIENT_PYTHON)"
 	@echo "make lint      ruff check"
+	@echo "make fuzz      long fuzz run of the stream translator (FUZZ_EXAMPLES=2000 per target)"
 	@echo "make golden    regenerate tests/golden/ (every shipped recording x client protocol); review the diff"
 	@echo "make run       offline demo: fake openai-chat upstream + mitmdump on 127.0.0.1:8080"
 	@echo "make bench     performance benchmark (prints a table, writes bench/results/latest.json)"
@@ -39,6 +40,12 @@ lint:
 
 golden:  ## regenerate the golden outputs of tests/golden/test_golden.py
 	PYTHONPATH=tests $(PYTHON) tests/golden/test_golden.py
+
+FUZZ_EXAMPLES ?= 2000
+
+fuzz:  ## long fuzz run (issue 7): FUZZ_EXAMPLES hypothesis examples per target, random seeds
+	DRAGOMAN_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PYTHON) -m pytest -n $(JOBS) -p no:cacheprovider -q \
+		--hypothesis-show-statistics $(PYTEST_ARGS) tests/hardening/test_fuzz_stream.py
 
 run:
 	@echo "Starting the offline demo (Ctrl-C stops it)."

@@ -42,13 +42,24 @@ CLIENTS = list(PATHS)
 REVERSE = mode_specs.ProxyMode.parse("reverse:http://up.example")
 SSE = b"".join(fu.chat_reply("text", "m", True, True).events)
 SSE_PIECES = [SSE[i : i + 97] for i in range(0, len(SSE), 97)]
-ENDINGS = ["stream", "json", "upstream_500", "rejected", "error_mid_stream", "error_before_response", "stream_cut_at_headers"]
+ENDINGS = [
+    "stream",
+    "json",
+    "upstream_500",
+    "rejected",
+    "error_mid_stream",
+    "error_before_response",
+    "stream_cut_at_headers",
+]
 
 
 def client_flow(client: str, stream: bool, body: bytes | None = None) -> http.HTTPFlow:
     raw = body if body is not None else json.dumps(dict(BODIES[client], stream=stream)).encode()
     req = http.Request.make(
-        "POST", f"http://client.example:8080{PATHS[client]}", raw, {"content-type": "application/json", "x-api-key": "k"}
+        "POST",
+        f"http://client.example:8080{PATHS[client]}",
+        raw,
+        {"content-type": "application/json", "x-api-key": "k"},
     )
     f = tflow.tflow(req=req)
     f.client_conn.proxy_mode = REVERSE  # a client pointed at the proxy by a base URL: every endpoint path is ours
@@ -87,7 +98,9 @@ def drive(rec: Recorder, tr: Translate, f: http.HTTPFlow, ending: str) -> bytes:
     if ending == "json":
         f.response = http.Response.make(200, chat_json(), {"content-type": "application/json"})
     elif ending == "upstream_500":
-        f.response = http.Response.make(500, b'{"error":{"message":"boom","type":"server_error"}}', {"content-type": "application/json"})
+        f.response = http.Response.make(
+            500, b'{"error":{"message":"boom","type":"server_error"}}', {"content-type": "application/json"}
+        )
     else:
         f.response = http.Response.make(200, b"", {"content-type": "text/event-stream"})
         f.response.raw_content = None
@@ -120,12 +133,16 @@ def test_no_per_flow_state_survives_2000_sequential_flows(tmp_path):
     refs: list[weakref.ref] = []
     max_live = 0
     with taddons.context(rec, tr) as tctx:
-        tctx.configure(tr, dragoman_target="openai-chat", dragoman_upstream="http://up.example/v1", dragoman_idle_timeout=30)
+        tctx.configure(
+            tr, dragoman_target="openai-chat", dragoman_upstream="http://up.example/v1", dragoman_idle_timeout=30
+        )
         tctx.configure(rec, dragoman_record=str(tmp_path / "rec"), dragoman_record_session="s")
         for i in range(N_FLOWS):
             ending = ENDINGS[i % len(ENDINGS)]
             client = CLIENTS[i % 3]
-            f = client_flow(client, stream=ending not in ("json", "upstream_500"), body=b"{bad" if ending == "rejected" else None)
+            f = client_flow(
+                client, stream=ending not in ("json", "upstream_500"), body=b"{bad" if ending == "rejected" else None
+            )
             out = drive(rec, tr, f, ending)
             if ending == "stream":
                 assert b"Hello" in out or b"Hel" in out, out[:200]
@@ -159,7 +176,9 @@ def _write_recording(folder) -> None:
 
 async def _fetch(port: int, token: str) -> bytes:
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    writer.write(f"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\n{TOKEN_HEADER}: {token}\r\ncontent-length: 2\r\n\r\n{{}}".encode())
+    writer.write(
+        f"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\n{TOKEN_HEADER}: {token}\r\ncontent-length: 2\r\n\r\n{{}}".encode()
+    )
     await writer.drain()
     data = await reader.read()
     writer.close()

@@ -491,7 +491,9 @@ def fake_stream_text(upstream: Protocol) -> bytes:
 
 
 @pytest.mark.parametrize("client", PROTOCOLS, ids=lambda p: p.value)
-@pytest.mark.parametrize("field, value", [("arguments", [1]), ("arguments", {"a": 1}), ("name", 5), ("call_id", [])])
+@pytest.mark.parametrize(
+    "field, value", [("arguments", [1]), ("arguments", {"a": 1}), ("name", 5), ("call_id", []), ("id", ["x"])]
+)
 def test_responses_item_fields_of_the_wrong_type_end_with_one_error(client, field, value):
     up = Protocol.OPENAI_RESPONSES
     evs = _tool_events(up)
@@ -510,8 +512,8 @@ def test_encoder_error_frame_survives_unencodable_upstream_fields(client, when):
     """An upstream error code/param/request id no JSON encoder can write still gives one error frame."""
     from dragoman.ir.common import ErrorInfo
     from dragoman.ir.common import ErrorKind
-    from dragoman.ir.events import BlockStart
     from dragoman.ir.events import BlockKind
+    from dragoman.ir.events import BlockStart
     from dragoman.ir.events import MessageStart
     from dragoman.ir.events import ToolArgsDelta
     from dragoman.protocols import get_codec

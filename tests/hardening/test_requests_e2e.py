@@ -36,7 +36,8 @@ RELEASED = re.compile(r"state released, (\d+) flows in flight")
 
 
 def script(seen):
-    return [sse_head(), *[chunk(e) for e in ANTHROPIC_EVENTS], b"0\r\n\r\n"]
+    # one write: many small writes meet Nagle + delayed ACK (~40 ms a flow) on the keep-alive connection
+    return [sse_head() + b"".join(chunk(e) for e in ANTHROPIC_EVENTS) + b"0\r\n\r\n"]
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +65,9 @@ def body_for(client: str, **extra) -> dict:
 
 
 def post(conn: http.client.HTTPConnection, client: str, body: dict) -> tuple[int, bytes]:
-    conn.request("POST", PATHS[client], json.dumps(body).encode(), {"content-type": "application/json", "x-api-key": "k"})
+    conn.request(
+        "POST", PATHS[client], json.dumps(body).encode(), {"content-type": "application/json", "x-api-key": "k"}
+    )
     r = conn.getresponse()
     return r.status, r.read()
 
@@ -77,7 +80,9 @@ def post(conn: http.client.HTTPConnection, client: str, body: dict) -> tuple[int
     ],
     ids=["chat-n2", "responses-previous_response_id"],
 )
-def test_unservable_request_gets_400_in_client_shape_and_nothing_is_forwarded(proxy, upstream, client, extra, needle, validate):
+def test_unservable_request_gets_400_in_client_shape_and_nothing_is_forwarded(
+    proxy, upstream, client, extra, needle, validate
+):
     before = len(upstream.seen)
     conn = http.client.HTTPConnection("127.0.0.1", proxy.port, timeout=30)
     try:

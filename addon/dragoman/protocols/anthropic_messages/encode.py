@@ -876,7 +876,8 @@ class AnthropicStreamEncoder(StreamEncoder):
                 out += encode_json("ping", {"type": "ping"})
             usage = usage_to_wire(ev.usage) if ev.usage is not None else {"output_tokens": 0}
             delta = {
-                "stop_reason": IR_TO_ANTHROPIC[ev.stop_reason] if ev.stop_reason is not None else None,
+                # an upstream that ended without saying why (a null or unknown reason): the turn ended, as in Chat
+                "stop_reason": IR_TO_ANTHROPIC[ev.stop_reason if ev.stop_reason is not None else StopReason.END_TURN],
                 "stop_sequence": ev.stop_sequence,
             }
             out += encode_json("message_delta", {"type": "message_delta", "delta": delta, "usage": usage})

@@ -84,26 +84,26 @@ def decode_usage(u: Any) -> Usage | None:
         return None
     out = Usage()
     pt = u.get("prompt_tokens")
-    if isinstance(pt, int):
+    if type(pt) is int:
         out.input_tokens = pt
     ct = u.get("completion_tokens")
-    if isinstance(ct, int):
+    if type(ct) is int:
         out.output_tokens = ct
     ptd = u.get("prompt_tokens_details")
     if isinstance(ptd, dict):
         cached = ptd.get("cached_tokens")
-        if isinstance(cached, int):
+        if type(cached) is int:
             out.cache_read_tokens = cached
         cw = ptd.get("cache_write_tokens")
-        if isinstance(cw, int) and cw:
+        if type(cw) is int and cw:
             out.cache_creation_tokens = cw
     hit = u.get("prompt_cache_hit_tokens")
-    if isinstance(hit, int) and (out.cache_read_tokens is None or hit > out.cache_read_tokens):
+    if type(hit) is int and (out.cache_read_tokens is None or hit > out.cache_read_tokens):
         out.cache_read_tokens = hit
     ctd = u.get("completion_tokens_details")
     if isinstance(ctd, dict):
         rt = ctd.get("reasoning_tokens")
-        if isinstance(rt, int):
+        if type(rt) is int:
             out.reasoning_tokens = rt
     # counts no encoder can write (above 64 bits) or negative ones: a broken upstream, not a crash
     token_count(out.input_tokens, "prompt_tokens")
@@ -663,7 +663,7 @@ class ChatStreamDecoder(StreamDecoder):
                     id=str(obj.get("id") or ""),
                     model=str(obj.get("model") or ""),
                     usage=None,
-                    created=created if isinstance(created, int) else None,
+                    created=created if type(created) is int else None,  # not a bool
                 )
             )
             self.phase = Phase.STREAMING
@@ -762,10 +762,12 @@ class ChatStreamDecoder(StreamDecoder):
         slot = self._tools.get(key)
         if slot is None:
             name = fn.get("name")
-            if not name:
+            if not name or type(name) is not str:
                 raise UpstreamProtocolError(
                     f"Chat tool call index {key} started without function.name in phase {self.phase.name}"
                 )
+            if tc.get("id") is not None and type(tc.get("id")) is not str:
+                raise UpstreamProtocolError(f"Chat tool call index {key} has a non-string id in phase {self.phase.name}")
             self._close_current(out)
             custom = name in self._custom
             slot = _Tool(self._new_block(), custom)
@@ -783,6 +785,10 @@ class ChatStreamDecoder(StreamDecoder):
             )
         args = fn.get("arguments")
         if args:
+            if type(args) is not str:  # an object or list here must never reach an encoder as a fragment
+                raise UpstreamProtocolError(
+                    f"Chat tool call index {key} arguments are not a string in phase {self.phase.name}"
+                )
             if slot.custom:
                 slot.args.append(args)
             else:

@@ -843,6 +843,8 @@ class ResponsesStreamDecoder(StreamDecoder):
         self._any_item = True
         itype = item.get("type")
         item_id = item.get("id")
+        if item_id is not None and type(item_id) is not str:  # it becomes the client's item id: never a list
+            raise UpstreamProtocolError(f"Responses output item id is not a string (phase {self.phase.value})")
         key = item_id if isinstance(item_id, str) else f"#{output_index}"
         if key in self._items:
             raise UpstreamProtocolError(
@@ -972,6 +974,8 @@ class ResponsesStreamDecoder(StreamDecoder):
     def _summary_text(self, st: _Item, si: int, text: str, out: list[StreamEvent], *, full: bool) -> None:
         """Start summary part ``si`` if needed (with a blank-line separator after an earlier part),
         then emit ``text`` (a full value when ``full``, else a fragment)."""
+        if type(text) is not str:
+            raise UpstreamProtocolError(f"Responses reasoning summary text is not a string (phase {self.phase.value})")
         b = st.block
         assert b is not None
         key = ("summary", si)

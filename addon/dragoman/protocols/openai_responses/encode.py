@@ -821,6 +821,8 @@ class ResponsesStreamEncoder(StreamEncoder):
         return out + self._ev(etype, {"response": obj})
 
     def error(self, err: ErrorInfo) -> bytes:
+        """Always one ``error`` + ``response.failed`` pair: when the state or the upstream's error fields
+        cannot be encoded (e.g. an integer code above 64 bits), a minimal pair built from safe values."""
         if self.phase is Phase.DONE:
             return b""
         was_waiting = self.phase is Phase.WAITING  # the client has not seen response.created yet
@@ -831,33 +833,53 @@ class ResponsesStreamEncoder(StreamEncoder):
                 out = self._begin(None)
             # every added item is done before the terminal event, marked incomplete (strict clients track items)
             out += self._close_open("incomplete")
+        except Exception:  # noqa: BLE001 - the error frame must always be sent
+            logger.warning("Responses error frame: open items not encodable; sending a minimal error")
+            self._seq = seq  # nothing of the failed attempt was sent
+            self.phase = Phase.DONE
+            return self._minimal_error(err, was_waiting, [])
+        output = [o for o in self._output if o is not None]
+        seq = self._seq
+        try:
             code = err.code or ERROR_TYPES.get(err.kind, "server_error")
-            out += self._ev("error", {"code": code, "message": err.message, "param": err.param})
+            tail = self._ev("error", {"code": code, "message": err.message, "param": err.param})
             obj = self._obj("failed")
-            obj["output"] = [o for o in self._output if o is not None]
+            obj["output"] = output
             obj["error"] = {"code": code, "message": err.message}
             obj["usage"] = (
                 encode_usage(self._usage) if (self._usage.input_tokens or self._usage.output_tokens) else None
             )
-            out += self._ev("response.failed", {"response": obj})
-        except Exception:  # noqa: BLE001 - the error frame must always be sent: a minimal one
-            logger.warning("Responses error frame: state or upstream fields not encodable; sending a minimal one")
-            self._seq = seq  # nothing of the failed attempt was sent
-            out = self._minimal_error(err, was_waiting)
+            tail += self._ev("response.failed", {"response": obj})
+        except Exception:  # noqa: BLE001
+            logger.warning("Responses error frame: upstream error fields not encodable; sending the message only")
+            self._seq = seq
+            try:
+                tail = self._minimal_error(err, False, output)
+            except Exception:  # noqa: BLE001
+                self._seq = seq
+                tail = self._minimal_error(err, False, [])
         self.phase = Phase.DONE
-        return out
+        return out + tail
 
-    def _minimal_error(self, err: ErrorInfo, was_waiting: bool) -> bytes:
-        """``error`` + ``response.failed`` built only from values known to encode (nothing from the upstream
-        but the message); ``response.created`` first when nothing was sent yet."""
+    def _minimal_error(self, err: ErrorInfo, was_waiting: bool, output: list[dict[str, Any]]) -> bytes:
+        """``error`` + ``response.failed`` built from values known to encode (of the upstream's error only the
+        message); ``response.created`` first when nothing was sent yet."""
         message = safe_message(err.message)
         rid = self._rid if type(self._rid) is str else "resp_error"
         model = self._model if type(self._model) is str else ""
         created = self._created if type(self._created) is int and 0 <= self._created < 2**53 else int(time.time())
 
         def obj(status: str) -> dict[str, Any]:
-            return {"id": rid, "object": "response", "created_at": created, "status": status, "model": model,
-                    "output": [], "error": None, "usage": None}
+            return {
+                "id": rid,
+                "object": "response",
+                "created_at": created,
+                "status": status,
+                "model": model,
+                "output": [],
+                "error": None,
+                "usage": None,
+            }
 
         out = b""
         if was_waiting:
@@ -865,6 +887,7 @@ class ResponsesStreamEncoder(StreamEncoder):
                 "response.in_progress", {"response": obj("in_progress")}
             )
         failed = obj("failed")
+        failed["output"] = output
         failed["error"] = {"code": "server_error", "message": message}
         return (
             out
