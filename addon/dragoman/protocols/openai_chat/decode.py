@@ -17,11 +17,8 @@ from pydantic import ValidationError
 from dragoman.errors import ClientRequestError
 from dragoman.errors import UnsupportedFeatureError
 from dragoman.errors import UpstreamProtocolError
-from dragoman.ir.common import ErrorInfo
-from dragoman.ir.common import ErrorKind
 from dragoman.ir.common import StopReason
 from dragoman.ir.common import Usage
-from dragoman.ir.common import kind_from_status
 from dragoman.ir.events import BlockKind
 from dragoman.ir.events import BlockStart
 from dragoman.ir.events import BlockStop
@@ -50,10 +47,10 @@ from dragoman.ir.request import ToolCallPart
 from dragoman.ir.request import ToolChoice
 from dragoman.ir.request import ToolResultPart
 from dragoman.ir.response import Response
+from dragoman.protocols import _openai_errors
 from dragoman.protocols._checks import ToolArgs
 from dragoman.protocols._checks import token_count
 from dragoman.protocols._wire import describe_validation_error
-from dragoman.protocols._wire import generic_error
 from dragoman.protocols.base import Context
 from dragoman.protocols.base import StreamDecoder
 from dragoman.protocols.openai_chat import models as m
@@ -489,66 +486,8 @@ def decode_response(body: dict[str, Any], ctx: Context) -> Response:
 
 # ---------------------------------------------------------------- errors
 
-_KIND_BY_TYPE = {
-    "invalid_request_error": ErrorKind.INVALID_REQUEST,
-    "authentication_error": ErrorKind.AUTHENTICATION,
-    "permission_error": ErrorKind.PERMISSION,
-    "not_found_error": ErrorKind.NOT_FOUND,
-    "rate_limit_error": ErrorKind.RATE_LIMIT,
-    "rate_limit_exceeded": ErrorKind.RATE_LIMIT,
-    "insufficient_quota": ErrorKind.RATE_LIMIT,
-    "tokens": ErrorKind.RATE_LIMIT,
-    "requests": ErrorKind.RATE_LIMIT,
-    "overloaded": ErrorKind.OVERLOADED,
-    "overloaded_error": ErrorKind.OVERLOADED,
-    "server_error": ErrorKind.API_ERROR,
-    "api_error": ErrorKind.API_ERROR,
-}
-
-
-def error_info_from_object(err: Any, status: int | None) -> ErrorInfo:
-    """An OpenAI-style ``error`` object (numeric ``code`` allowed, as OpenRouter sends) -> ErrorInfo.
-
-    ``status`` is the HTTP status when known; otherwise a numeric ``code`` in 400..599 is used."""
-    if not isinstance(err, dict):
-        msg = err if isinstance(err, str) and err else "upstream error"
-        return ErrorInfo(kind=kind_from_status(status) if status else ErrorKind.API_ERROR, message=msg, status=status)
-    message = err.get("message")
-    if not isinstance(message, str) or not message:
-        message = orjson.dumps(message).decode() if message is not None else "upstream error"
-    code = err.get("code")
-    etype = err.get("type")
-    if status is None and isinstance(code, int) and 400 <= code < 600:
-        status = code
-    code_str: str | None = None
-    if isinstance(code, str) and code:
-        code_str = code
-    elif isinstance(etype, str) and etype:
-        code_str = etype
-    if status is not None and status >= 400:
-        kind = kind_from_status(status)
-    else:
-        kind = _KIND_BY_TYPE.get(code_str or "", None) or _KIND_BY_TYPE.get(etype or "", ErrorKind.API_ERROR)
-    param = err.get("param")
-    return ErrorInfo(
-        kind=kind, message=message, status=status, code=code_str, param=param if isinstance(param, str) else None
-    )
-
-
-def decode_error(status: int, body: bytes, headers: dict[str, str] | None = None) -> ErrorInfo:
-    try:
-        obj = orjson.loads(body) if body else None
-    except orjson.JSONDecodeError:
-        obj = None
-    if isinstance(obj, dict) and isinstance(obj.get("error"), dict) and obj["error"].get("message"):
-        info = error_info_from_object(obj["error"], status)
-        info.status = status
-        info.kind = kind_from_status(status)
-        hdrs = {k.lower(): v for k, v in (headers or {}).items()}
-        info.retry_after = hdrs.get("retry-after")
-        info.request_id = hdrs.get("x-request-id") or hdrs.get("request-id")
-        return info
-    return generic_error(status, body, headers)
+decode_error = _openai_errors.decode_error
+error_info_from_object = _openai_errors.error_info_from_object
 
 
 # ---------------------------------------------------------------- streams

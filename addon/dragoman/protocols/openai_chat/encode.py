@@ -30,7 +30,6 @@ import orjson
 from dragoman.errors import TranslationError
 from dragoman.ir.carry import is_unsigned
 from dragoman.ir.common import ErrorInfo
-from dragoman.ir.common import ErrorKind
 from dragoman.ir.common import StopReason
 from dragoman.ir.common import Usage
 from dragoman.ir.events import BlockKind
@@ -58,6 +57,7 @@ from dragoman.ir.request import Tool
 from dragoman.ir.request import ToolCallPart
 from dragoman.ir.request import ToolResultPart
 from dragoman.ir.response import Response
+from dragoman.protocols import _openai_errors
 from dragoman.protocols._checks import safe_message
 from dragoman.protocols.base import Context
 from dragoman.protocols.base import StreamEncoder
@@ -378,38 +378,8 @@ def encode_response(resp: Response, ctx: Context) -> dict[str, Any]:
 
 # ---------------------------------------------------------------- errors
 
-_TYPE_BY_KIND = {
-    ErrorKind.INVALID_REQUEST: "invalid_request_error",
-    ErrorKind.AUTHENTICATION: "authentication_error",
-    ErrorKind.PERMISSION: "permission_error",
-    ErrorKind.NOT_FOUND: "not_found_error",
-    ErrorKind.REQUEST_TOO_LARGE: "invalid_request_error",
-    ErrorKind.RATE_LIMIT: "rate_limit_error",
-    ErrorKind.API_ERROR: "server_error",
-    ErrorKind.OVERLOADED: "server_error",
-    ErrorKind.TIMEOUT: "server_error",
-    ErrorKind.UPSTREAM_PROTOCOL: "server_error",
-}
-_DEFAULT_CODE = {
-    ErrorKind.RATE_LIMIT: "rate_limit_exceeded",
-    ErrorKind.OVERLOADED: "overloaded",
-    ErrorKind.REQUEST_TOO_LARGE: "request_too_large",
-    ErrorKind.TIMEOUT: "timeout",
-    ErrorKind.UPSTREAM_PROTOCOL: "upstream_protocol_error",
-}
-
-
-def error_object(err: ErrorInfo) -> dict[str, Any]:
-    return {
-        "message": err.message,
-        "type": _TYPE_BY_KIND.get(err.kind, "server_error"),
-        "param": err.param,
-        "code": err.code or _DEFAULT_CODE.get(err.kind),
-    }
-
-
-def encode_error(err: ErrorInfo) -> dict[str, Any]:
-    return {"error": error_object(err)}
+encode_error = _openai_errors.encode_error
+error_object = _openai_errors.error_object
 
 
 # ---------------------------------------------------------------- streams
@@ -555,7 +525,7 @@ class ChatStreamEncoder(StreamEncoder):
             return b"data: " + orjson.dumps({"error": error_object(err)}) + b"\n\n"
         except (TypeError, ValueError):  # an upstream code/param no JSON encoder can write: a plain frame
             logger.warning("Chat error frame: upstream error fields not encodable; sending the message only")
-            obj = {"message": safe_message(err.message), "type": _TYPE_BY_KIND.get(err.kind, "server_error"), "param": None, "code": None}
+            obj = {"message": safe_message(err.message), "type": _openai_errors.TYPE_BY_KIND.get(err.kind, "server_error"), "param": None, "code": None}
             return b"data: " + orjson.dumps({"error": obj}) + b"\n\n"
 
     def close(self) -> bytes:

@@ -55,10 +55,10 @@ from dragoman.ir.request import ToolChoice
 from dragoman.ir.request import ToolResultPart
 from dragoman.ir.response import OutputPart
 from dragoman.ir.response import Response
+from dragoman.protocols import _openai_errors
 from dragoman.protocols._checks import ToolArgs
 from dragoman.protocols._checks import token_count
 from dragoman.protocols._wire import describe_validation_error
-from dragoman.protocols._wire import generic_error
 from dragoman.protocols.base import Context
 from dragoman.protocols.base import StreamDecoder
 from dragoman.protocols.openai_responses.models import DELTA_TYPES
@@ -555,18 +555,7 @@ _KIND_BY_CODE = {
 }
 
 
-def decode_error(status: int, body: bytes, headers: dict[str, str] | None = None) -> ErrorInfo:
-    info = generic_error(status, body, headers)
-    try:
-        obj = orjson.loads(body) if body else None
-    except orjson.JSONDecodeError:
-        obj = None
-    if isinstance(obj, dict) and isinstance(obj.get("error"), dict):
-        err = obj["error"]
-        code = err.get("code")
-        if code is not None:
-            info.code = str(code)
-    return info
+decode_error = _openai_errors.decode_error
 
 
 def _stream_error_info(code: Any, message: Any, param: Any) -> ErrorInfo:

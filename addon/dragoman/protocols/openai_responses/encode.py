@@ -12,7 +12,6 @@ import orjson
 from dragoman.errors import UpstreamProtocolError
 from dragoman.ir import carry
 from dragoman.ir.common import ErrorInfo
-from dragoman.ir.common import ErrorKind
 from dragoman.ir.common import StopReason
 from dragoman.ir.common import Usage
 from dragoman.ir.events import BlockKind
@@ -38,6 +37,7 @@ from dragoman.ir.request import ThinkingPart
 from dragoman.ir.request import ToolCallPart
 from dragoman.ir.request import ToolResultPart
 from dragoman.ir.response import Response
+from dragoman.protocols import _openai_errors
 from dragoman.protocols._checks import safe_message
 from dragoman.protocols.base import Context
 from dragoman.protocols.base import StreamEncoder
@@ -428,29 +428,8 @@ def encode_response(resp: Response, ctx: Context) -> dict[str, Any]:
 
 # ============================================================== errors
 
-ERROR_TYPES = {
-    ErrorKind.INVALID_REQUEST: "invalid_request_error",
-    ErrorKind.AUTHENTICATION: "authentication_error",
-    ErrorKind.PERMISSION: "permission_error",
-    ErrorKind.NOT_FOUND: "not_found_error",
-    ErrorKind.REQUEST_TOO_LARGE: "invalid_request_error",
-    ErrorKind.RATE_LIMIT: "rate_limit_error",
-    ErrorKind.API_ERROR: "server_error",
-    ErrorKind.OVERLOADED: "server_error",
-    ErrorKind.TIMEOUT: "server_error",
-    ErrorKind.UPSTREAM_PROTOCOL: "server_error",
-}
-
-
-def encode_error(err: ErrorInfo) -> dict[str, Any]:
-    return {
-        "error": {
-            "message": err.message,
-            "type": ERROR_TYPES.get(err.kind, "server_error"),
-            "param": err.param,
-            "code": err.code,
-        }
-    }
+ERROR_TYPES = _openai_errors.TYPE_BY_KIND
+encode_error = _openai_errors.encode_error
 
 
 # ============================================================== streams
