@@ -58,7 +58,10 @@ class ToolArgs:
     def add(self, idx: int, fragment: str) -> None:
         entry = self._open.get(idx)
         if entry is not None:
-            entry[1].append(fragment)
+            frags = entry[1]
+            frags.append(fragment)
+            if len(frags) >= 64:  # compact: memory stays ~1 byte per argument character, not ~60 per fragment
+                frags[:] = ["".join(frags)]
 
     def stop(self, idx: int) -> None:
         entry = self._open.pop(idx, None)
