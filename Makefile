@@ -27,6 +27,7 @@ install:
 	$(PYTHON) -m pip install -e '.[$(EXTRAS)]'
 
 test:
+	@test -x $(PYTHON) || $(MAKE) install   # a fresh clone: set up first
 	$(PYTHON) -m pytest -n $(JOBS) -p no:cacheprovider $(PYTEST_ARGS) tests/
 
 test-unit:
@@ -48,6 +49,7 @@ fuzz:  ## long fuzz run (issue 7): FUZZ_EXAMPLES hypothesis examples per target,
 		--hypothesis-show-statistics $(PYTEST_ARGS) tests/hardening/test_fuzz_stream.py
 
 run:
+	@test -x $(PYTHON) || $(MAKE) install
 	@echo "Starting the offline demo (Ctrl-C stops it)."
 	$(PYTHON) -m dragoman demo --port 8080 --upstream-port 8765 --target openai-chat
 
