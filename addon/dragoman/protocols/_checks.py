@@ -28,6 +28,8 @@ logger = logging.getLogger(__name__)
 TRUNCATING_STOPS = frozenset({StopReason.MAX_TOKENS})
 #: the largest token count accepted from an upstream (orjson and every SDK use 64-bit integers)
 MAX_TOKEN_COUNT = 2**63 - 1
+#: fragments kept per open call before they are joined: memory stays ~1 byte per argument character
+COMPACT_AT = 64
 
 
 def args_problem(text: str) -> str | None:
@@ -52,15 +54,19 @@ class ToolArgs:
         self._open: dict[int, tuple[str, list[str]]] = {}
         self._bad: list[str] = []
 
-    def start(self, idx: int, name: str | None) -> None:
-        self._open[idx] = (name or "?", [])
+    def start(self, idx: int, name: str | None) -> list[str]:
+        """Open call ``idx``; returns its fragment list, which a hot path may extend itself (append, then
+        compact once it holds ``COMPACT_AT`` fragments) instead of calling ``add`` per fragment."""
+        frags: list[str] = []
+        self._open[idx] = (name or "?", frags)
+        return frags
 
     def add(self, idx: int, fragment: str) -> None:
         entry = self._open.get(idx)
         if entry is not None:
             frags = entry[1]
             frags.append(fragment)
-            if len(frags) >= 64:  # compact: memory stays ~1 byte per argument character, not ~60 per fragment
+            if len(frags) >= COMPACT_AT:
                 frags[:] = ["".join(frags)]
 
     def stop(self, idx: int) -> None:

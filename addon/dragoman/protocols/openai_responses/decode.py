@@ -615,6 +615,10 @@ _ARGS_KEY = ("args", 0)
 #: CRC-32 of the tool-argument text already streamed (bounded memory): a ``.done`` that disagrees with the
 #: deltas cannot be repaired (they reached the client), so it is an error, never a corrupt "complete" call
 _ARGS_CRC = ("args_crc", 0)
+#: hot-path constants (module globals: no Enum attribute lookup, no tuple built per text delta)
+_TEXT0 = ("text", 0)
+_REASONING = _ItemKind.REASONING
+_FUNCTION = _ItemKind.FUNCTION
 
 _ITEM_KINDS = {
     "message": _ItemKind.MESSAGE,
@@ -652,101 +656,99 @@ class ResponsesStreamDecoder(StreamDecoder):
     # ---------------------------------------------------------- entry points
 
     def feed(self, sse) -> list[StreamEvent]:
+        # one frame per event: the try costs nothing (zero-cost exceptions, CPython 3.11+)
         try:
-            return self._feed(sse)
+            data = sse.data
+            if not data or data == "[DONE]":
+                return []
+            try:
+                obj = _loads(data)
+            except orjson.JSONDecodeError:
+                obj = None
+            if type(obj) is dict:
+                t = obj.get("type")
+                if type(t) is str and t in DELTA_TYPES:
+                    delta = obj.get("delta")
+                    item_id = obj.get("item_id")
+                    oi = obj.get("output_index")
+                    ci = obj.get("content_index")
+                    si = obj.get("summary_index")
+                    if (
+                        type(delta) is str
+                        and (item_id is None or type(item_id) is str)
+                        and (oi is None or type(oi) is int)
+                        and (ci is None or type(ci) is int)
+                        and (si is None or type(si) is int)
+                    ):
+                        phase = self.phase
+                        if phase is Phase.DONE or phase is Phase.FAILED:
+                            logger.debug("ignoring Responses event %s after the terminal event", t)
+                            return []
+                        out: list[StreamEvent] = []
+                        if phase is Phase.WAITING:
+                            self._start(None, out)
+                        self._delta(t, item_id, oi, ci, si, delta, obj.get("logprobs"), out)
+                        return out
+            try:
+                ev = EVENT_ADAPTER.validate_json(data)
+            except ValidationError as e:
+                raise UpstreamProtocolError(
+                    f"malformed Responses event {sse.event or ''!s} (phase {self.phase.value}): {describe_validation_error(e)}"
+                ) from e
+            if self.phase is Phase.DONE or self.phase is Phase.FAILED:
+                if ev.type != "response.failed":
+                    logger.debug("ignoring Responses event %s after the terminal event", ev.type)
+                return []
+            out = []
+            cls = type(ev)
+            if cls is LifecycleEvent:
+                self._lifecycle(ev, out)
+            elif cls is DeltaEvent:
+                self._start(None, out)
+                extra = ev.__pydantic_extra__
+                self._delta(
+                    ev.type,
+                    ev.item_id,
+                    ev.output_index,
+                    ev.content_index,
+                    ev.summary_index,
+                    ev.delta,
+                    extra.get("logprobs") if extra else None,
+                    out,
+                )
+            elif cls is DoneEvent:
+                self._start(None, out)
+                self._done(ev, out)
+            elif cls is ContentPartEvent:
+                self._start(None, out)
+                self._part(ev, out)
+            elif cls is OutputItemEvent:
+                self._start(None, out)
+                if ev.type == "response.output_item.added":
+                    self._item_added(ev.item, ev.output_index, out)
+                else:
+                    self._item_done(ev.item, ev.output_index, out)
+            elif cls is ErrorEvent:
+                err = ev.error or {}
+                out.append(
+                    StreamError(
+                        _stream_error_info(
+                            ev.code if ev.code is not None else err.get("code") or err.get("type"),
+                            ev.message or err.get("message"),
+                            ev.param or err.get("param"),
+                        )
+                    )
+                )
+                self.phase = Phase.FAILED
+                self.done = True
+            else:
+                self._other(ev.type)
+            return out
         except (TypeError, AttributeError, KeyError, IndexError, ValueError) as e:
             # item/part payloads are untyped dicts: a field of the wrong JSON type lands here
             raise UpstreamProtocolError(
                 f"malformed Responses event ({type(e).__name__}: {e}) in phase {self.phase.value}"
             ) from e
-
-    def _feed(self, sse) -> list[StreamEvent]:
-        data = sse.data
-        if not data or data == "[DONE]":
-            return []
-        try:
-            obj = _loads(data)
-        except orjson.JSONDecodeError:
-            obj = None
-        if type(obj) is dict:
-            t = obj.get("type")
-            if type(t) is str and t in DELTA_TYPES:
-                delta = obj.get("delta")
-                item_id = obj.get("item_id")
-                oi = obj.get("output_index")
-                ci = obj.get("content_index")
-                si = obj.get("summary_index")
-                if (
-                    type(delta) is str
-                    and (item_id is None or type(item_id) is str)
-                    and (oi is None or type(oi) is int)
-                    and (ci is None or type(ci) is int)
-                    and (si is None or type(si) is int)
-                ):
-                    phase = self.phase
-                    if phase is Phase.DONE or phase is Phase.FAILED:
-                        logger.debug("ignoring Responses event %s after the terminal event", t)
-                        return []
-                    out: list[StreamEvent] = []
-                    if phase is Phase.WAITING:
-                        self._start(None, out)
-                    self._delta(t, item_id, oi, ci, si, delta, obj.get("logprobs"), out)
-                    return out
-        try:
-            ev = EVENT_ADAPTER.validate_json(data)
-        except ValidationError as e:
-            raise UpstreamProtocolError(
-                f"malformed Responses event {sse.event or ''!s} (phase {self.phase.value}): {describe_validation_error(e)}"
-            ) from e
-        if self.phase is Phase.DONE or self.phase is Phase.FAILED:
-            if ev.type != "response.failed":
-                logger.debug("ignoring Responses event %s after the terminal event", ev.type)
-            return []
-        out = []
-        cls = type(ev)
-        if cls is LifecycleEvent:
-            self._lifecycle(ev, out)
-        elif cls is DeltaEvent:
-            self._start(None, out)
-            extra = ev.__pydantic_extra__
-            self._delta(
-                ev.type,
-                ev.item_id,
-                ev.output_index,
-                ev.content_index,
-                ev.summary_index,
-                ev.delta,
-                extra.get("logprobs") if extra else None,
-                out,
-            )
-        elif cls is DoneEvent:
-            self._start(None, out)
-            self._done(ev, out)
-        elif cls is ContentPartEvent:
-            self._start(None, out)
-            self._part(ev, out)
-        elif cls is OutputItemEvent:
-            self._start(None, out)
-            if ev.type == "response.output_item.added":
-                self._item_added(ev.item, ev.output_index, out)
-            else:
-                self._item_done(ev.item, ev.output_index, out)
-        elif cls is ErrorEvent:
-            err = ev.error or {}
-            out.append(
-                StreamError(
-                    _stream_error_info(
-                        ev.code if ev.code is not None else err.get("code") or err.get("type"),
-                        ev.message or err.get("message"),
-                        ev.param or err.get("param"),
-                    )
-                )
-            )
-            self.phase = Phase.FAILED
-            self.done = True
-        else:
-            self._other(ev.type)
-        return out
 
     def close(self) -> list[StreamEvent]:
         if not self.done:
@@ -1068,23 +1070,28 @@ class ResponsesStreamDecoder(StreamDecoder):
                 )
             if not b.open:
                 raise UpstreamProtocolError(f"{t} after its content part was done (phase {self.phase.value})")
-            key = ("text", ci)
+            key = _TEXT0 if ci == 0 else ("text", ci)
             emitted = b.emitted
             emitted[key] = emitted.get(key, 0) + len(delta)
             out.append(TextDelta(b.index, delta))
         elif t == "response.reasoning_summary_text.delta":
-            self._need(st, _ItemKind.REASONING, t)
+            b = st.block
+            if kind is not _REASONING or b is None or not b.open:  # inlined _need (which raises)
+                self._need(st, _REASONING, t)
             self._summary_text(st, summary_index or 0, delta, out, full=False)
         elif t == "response.reasoning_text.delta":
-            self._need(st, _ItemKind.REASONING, t)
             b = st.block
+            if kind is not _REASONING or b is None or not b.open:  # inlined _need (which raises)
+                self._need(st, _REASONING, t)
             assert b is not None
             key = ("raw", content_index or 0)
             b.emitted[key] = b.emitted.get(key, 0) + len(delta)
             out.append(ThinkingDelta(b.index, delta))
         else:  # function_call_arguments / custom_tool_call_input
-            self._need(st, _ItemKind.FUNCTION if t == "response.function_call_arguments.delta" else _ItemKind.CUSTOM, t)
+            need = _FUNCTION if t == "response.function_call_arguments.delta" else _ItemKind.CUSTOM
             b = st.block
+            if kind is not need or b is None or not b.open:  # inlined _need (which raises)
+                self._need(st, need, t)
             assert b is not None
             emitted = b.emitted
             emitted[_ARGS_KEY] = emitted.get(_ARGS_KEY, 0) + len(delta)
