@@ -105,3 +105,46 @@ class Codec(ABC):
 
     @abstractmethod
     def stream_encoder(self, ctx: Context) -> StreamEncoder: ...
+
+
+class ModuleCodec(Codec):
+    """The shape every protocol package has: module-level request/response/error functions in its
+    ``decode`` and ``encode`` modules, plus one stream decoder class and one stream encoder class."""
+
+    def __init__(
+        self,
+        protocol: Any,
+        decode: Any,
+        encode: Any,
+        stream_decoder_cls: type[StreamDecoder],
+        stream_encoder_cls: type[StreamEncoder],
+    ) -> None:
+        self.protocol = protocol
+        self._decode = decode
+        self._encode = encode
+        self._decoder_cls = stream_decoder_cls
+        self._encoder_cls = stream_encoder_cls
+
+    def decode_request(self, body: dict[str, Any]) -> Request:
+        return self._decode.decode_request(body)
+
+    def encode_request(self, req: Request, ctx: Context) -> dict[str, Any]:
+        return self._encode.encode_request(req, ctx)
+
+    def decode_response(self, body: dict[str, Any], ctx: Context) -> Response:
+        return self._decode.decode_response(body, ctx)
+
+    def encode_response(self, resp: Response, ctx: Context) -> dict[str, Any]:
+        return self._encode.encode_response(resp, ctx)
+
+    def decode_error(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> ErrorInfo:
+        return self._decode.decode_error(status, body, headers)
+
+    def encode_error(self, err: ErrorInfo) -> dict[str, Any]:
+        return self._encode.encode_error(err)
+
+    def stream_decoder(self, ctx: Context) -> StreamDecoder:
+        return self._decoder_cls(ctx)
+
+    def stream_encoder(self, ctx: Context) -> StreamEncoder:
+        return self._encoder_cls(ctx)
