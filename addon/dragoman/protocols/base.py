@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from abc import ABC
 from abc import abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 from dataclasses import field
 from typing import Any
@@ -108,43 +109,52 @@ class Codec(ABC):
 
 
 class ModuleCodec(Codec):
-    """The shape every protocol package has: module-level request/response/error functions in its
-    ``decode`` and ``encode`` modules, plus one stream decoder class and one stream encoder class."""
+    """The shape every protocol package has: module-level request, response and error functions, one
+    stream decoder class and one stream encoder class, each living in the module of its concern."""
 
     def __init__(
         self,
         protocol: Any,
-        decode: Any,
-        encode: Any,
-        stream_decoder_cls: type[StreamDecoder],
-        stream_encoder_cls: type[StreamEncoder],
+        *,
+        decode_request: Callable[[dict[str, Any]], Request],
+        encode_request: Callable[[Request, Context], dict[str, Any]],
+        decode_response: Callable[[dict[str, Any], Context], Response],
+        encode_response: Callable[[Response, Context], dict[str, Any]],
+        decode_error: Callable[[int, bytes, dict[str, str] | None], ErrorInfo],
+        encode_error: Callable[[ErrorInfo], dict[str, Any]],
+        stream_decoder: Callable[[Context], StreamDecoder],
+        stream_encoder: Callable[[Context], StreamEncoder],
     ) -> None:
         self.protocol = protocol
-        self._decode = decode
-        self._encode = encode
-        self._decoder_cls = stream_decoder_cls
-        self._encoder_cls = stream_encoder_cls
+        self._decode_request = decode_request
+        self._encode_request = encode_request
+        self._decode_response = decode_response
+        self._encode_response = encode_response
+        self._decode_error = decode_error
+        self._encode_error = encode_error
+        self._stream_decoder = stream_decoder
+        self._stream_encoder = stream_encoder
 
     def decode_request(self, body: dict[str, Any]) -> Request:
-        return self._decode.decode_request(body)
+        return self._decode_request(body)
 
     def encode_request(self, req: Request, ctx: Context) -> dict[str, Any]:
-        return self._encode.encode_request(req, ctx)
+        return self._encode_request(req, ctx)
 
     def decode_response(self, body: dict[str, Any], ctx: Context) -> Response:
-        return self._decode.decode_response(body, ctx)
+        return self._decode_response(body, ctx)
 
     def encode_response(self, resp: Response, ctx: Context) -> dict[str, Any]:
-        return self._encode.encode_response(resp, ctx)
+        return self._encode_response(resp, ctx)
 
     def decode_error(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> ErrorInfo:
-        return self._decode.decode_error(status, body, headers)
+        return self._decode_error(status, body, headers)
 
     def encode_error(self, err: ErrorInfo) -> dict[str, Any]:
-        return self._encode.encode_error(err)
+        return self._encode_error(err)
 
     def stream_decoder(self, ctx: Context) -> StreamDecoder:
-        return self._decoder_cls(ctx)
+        return self._stream_decoder(ctx)
 
     def stream_encoder(self, ctx: Context) -> StreamEncoder:
-        return self._encoder_cls(ctx)
+        return self._stream_encoder(ctx)

@@ -12,6 +12,16 @@ from dragoman.protocols.anthropic_messages import decode
 from dragoman.protocols.anthropic_messages import encode
 from dragoman.protocols.base import ModuleCodec
 
-CODEC = ModuleCodec(Protocol.ANTHROPIC_MESSAGES, decode, encode, decode.AnthropicStreamDecoder, encode.AnthropicStreamEncoder)
+CODEC = ModuleCodec(
+    Protocol.ANTHROPIC_MESSAGES,
+    decode_request=decode.decode_request,
+    encode_request=encode.encode_request,
+    decode_response=decode.decode_response,
+    encode_response=encode.encode_response,
+    decode_error=decode.decode_error,
+    encode_error=encode.encode_error,
+    stream_decoder=decode.AnthropicStreamDecoder,
+    stream_encoder=encode.AnthropicStreamEncoder,
+)
 
 __all__ = ["CODEC"]

@@ -12,6 +12,16 @@ from dragoman.protocols.base import ModuleCodec
 from dragoman.protocols.openai_chat import decode
 from dragoman.protocols.openai_chat import encode
 
-CODEC = ModuleCodec(Protocol.OPENAI_CHAT, decode, encode, decode.ChatStreamDecoder, encode.ChatStreamEncoder)
+CODEC = ModuleCodec(
+    Protocol.OPENAI_CHAT,
+    decode_request=decode.decode_request,
+    encode_request=encode.encode_request,
+    decode_response=decode.decode_response,
+    encode_response=encode.encode_response,
+    decode_error=decode.decode_error,
+    encode_error=encode.encode_error,
+    stream_decoder=decode.ChatStreamDecoder,
+    stream_encoder=encode.ChatStreamEncoder,
+)
 
 __all__ = ["CODEC"]
