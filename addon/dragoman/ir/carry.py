@@ -66,7 +66,9 @@ def unwrap_responses(value: str | None) -> dict[str, Any] | None:
 
 
 def is_carried(value: str | None) -> bool:
-    return bool(value) and (value.startswith(ANTHROPIC_TAG) or value.startswith(RESPONSES_TAG) or value == UNSIGNED)
+    if not value:
+        return False
+    return value.startswith(ANTHROPIC_TAG) or value.startswith(RESPONSES_TAG) or value == UNSIGNED
 
 
 #: The signature an Anthropic client gets for a thinking block whose source had no signature

@@ -7,6 +7,10 @@ May import: ``dragoman.sse``, ``dragoman.ir``, ``dragoman.errors``. Never mitmpr
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from dragoman.protocols.base import Codec
 
 
 class Protocol(StrEnum):
@@ -39,7 +43,7 @@ def detect(path: str) -> Protocol | None:
     return None
 
 
-def get_codec(protocol: Protocol):  # -> Codec
+def get_codec(protocol: Protocol) -> Codec:
     """The codec singleton for a protocol (imported lazily to keep import order simple)."""
     if protocol is Protocol.ANTHROPIC_MESSAGES:
         from dragoman.protocols.anthropic_messages import CODEC

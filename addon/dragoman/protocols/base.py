@@ -7,6 +7,7 @@ from abc import abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 from dataclasses import field
+from typing import TYPE_CHECKING
 from typing import Any
 
 from dragoman.ir.common import Dropped
@@ -15,6 +16,9 @@ from dragoman.ir.events import StreamEvent
 from dragoman.ir.request import Request
 from dragoman.ir.response import Response
 from dragoman.sse.events import SSEEvent
+
+if TYPE_CHECKING:
+    from dragoman.protocols import Protocol
 
 
 @dataclass(slots=True)
@@ -73,7 +77,7 @@ class StreamEncoder(ABC):
 
 
 class Codec(ABC):
-    protocol: Any  # dragoman.protocols.Protocol
+    protocol: Protocol
 
     # requests
     @abstractmethod
@@ -114,7 +118,7 @@ class ModuleCodec(Codec):
 
     def __init__(
         self,
-        protocol: Any,
+        protocol: Protocol,
         *,
         decode_request: Callable[[dict[str, Any]], Request],
         encode_request: Callable[[Request, Context], dict[str, Any]],

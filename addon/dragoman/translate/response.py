@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import orjson
 
 from dragoman.errors import TranslationError
 from dragoman.ir.common import ErrorInfo
+from dragoman.protocols import Protocol
 from dragoman.protocols import get_codec
 from dragoman.protocols._wire import parse_upstream_json
 from dragoman.protocols.base import Context
@@ -32,12 +35,12 @@ def translate_error(status: int, body: bytes, plan: Plan, headers: dict[str, str
     return info.http_status, orjson.dumps(get_codec(plan.client).encode_error(info)), info
 
 
-def error_body(info: ErrorInfo, plan_client) -> bytes:
+def error_body(info: ErrorInfo, plan_client: Protocol) -> bytes:
     """Our own error (bad client request, translation failure) in the client's protocol."""
     return orjson.dumps(get_codec(plan_client).encode_error(info))
 
 
-def _looks_like_error(obj: dict) -> bool:
+def _looks_like_error(obj: dict[str, Any]) -> bool:
     if obj.get("type") == "error":
         return True
     err = obj.get("error")
