@@ -10,12 +10,14 @@ EXTRAS ?= test,clients,dev
 JOBS ?= 2
 PYTEST_ARGS ?=
 
-.PHONY: help install test test-unit test-e2e lint run bench bench-quick golden fuzz
+.PHONY: help install test test-unit test-e2e lint check coverage run bench bench-quick golden fuzz
 
 help:
 	@echo "make install   create $(VENV) with $(PY) and install Dragoman editable with [$(EXTRAS)]"
 	@echo "make test      pytest -n $(JOBS) over tests/ (e2e included; SDK clients: DRAGOMAN_CLIENT_PYTHON)"
 	@echo "make lint      ruff check"
+	@echo "make check     ruff + mypy (strict on the translator core); non-zero on any error"
+	@echo "make coverage  make test with coverage: per-module table, per-package totals (core >= 90%)"
 	@echo "make fuzz      long fuzz run of the stream translator (FUZZ_EXAMPLES=2000 per target)"
 	@echo "make golden    regenerate tests/golden/ (every shipped recording x client protocol); review the diff"
 	@echo "make run       offline demo: fake openai-chat upstream + mitmdump on 127.0.0.1:8080"
@@ -37,7 +39,14 @@ test-e2e:
 	$(PYTHON) -m pytest -n $(JOBS) -p no:cacheprovider -m e2e $(PYTEST_ARGS) tests/
 
 lint:
-	$(VENV)/bin/ruff check addon tests bench
+	$(VENV)/bin/ruff check addon tests bench tools
+
+check: lint  ## ruff, then mypy as configured in pyproject.toml ([tool.mypy])
+	$(VENV)/bin/mypy
+
+coverage:  ## `make test` measured (xdist workers and e2e mitmdump processes too), then per-package totals
+	$(MAKE) test PYTEST_ARGS="--cov=dragoman --cov-report=term $(PYTEST_ARGS)"
+	$(PYTHON) tools/coverage_by_package.py
 
 golden:  ## regenerate the golden outputs of tests/golden/test_golden.py
 	PYTHONPATH=tests $(PYTHON) tests/golden/test_golden.py
