@@ -41,8 +41,8 @@ from dragoman.ir.request import ToolChoice
 from dragoman.ir.request import ToolResultPart
 from dragoman.ir.response import Response
 from dragoman.protocols.anthropic_messages import CODEC
-from dragoman.protocols.anthropic_messages.encode import DEFAULT_MAX_TOKENS
-from dragoman.protocols.anthropic_messages.encode import UNANSWERED_TOOL_CALL
+from dragoman.protocols.anthropic_messages.request_encode import DEFAULT_MAX_TOKENS
+from dragoman.protocols.anthropic_messages.request_encode import UNANSWERED_TOOL_CALL
 from dragoman.protocols.base import Context
 from dragoman.sse import SSEDecoder
 from dragoman.translate.stream import StreamTranslator
@@ -748,7 +748,7 @@ def test_sdk_accumulates_interleaved_tool_calls():
 def test_pending_tool_call_is_buffered_as_joined_text():
     """A tool call whose deltas arrive while another tool block is open is buffered as text pieces
     (compacted), not one IR object per fragment (issue 6), and replays its full arguments."""
-    from dragoman.protocols.anthropic_messages.encode import _Run
+    from dragoman.protocols.anthropic_messages.stream_hold import Run
 
     e = CODEC.stream_encoder(Context())
     head = [
@@ -763,7 +763,7 @@ def test_pending_tool_call_is_buffered_as_joined_text():
         out += e.encode(ToolArgsDelta(0, fa))
         out += e.encode(ToolArgsDelta(1, fb))
     buffered = e._blocks[1].buffer
-    assert len(buffered) == 1 and type(buffered[0]) is _Run
+    assert len(buffered) == 1 and type(buffered[0]) is Run
     assert len(buffered[0].parts) <= 3002 // 256 + 256  # compacted, not one piece per fragment
     for ev in (BlockStop(0), BlockStop(1), MessageDelta(StopReason.TOOL_USE, Usage(output_tokens=9)), MessageStop()):
         out += e.encode(ev)

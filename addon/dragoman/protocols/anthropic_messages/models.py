@@ -25,7 +25,7 @@ logger = logging.getLogger(__name__)
 OTHER = "__other__"
 
 
-def _discriminator(known: frozenset[str]):
+def _discriminator(known: frozenset[str]) -> Discriminator:
     def pick(value: Any) -> str:
         t = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
         return t if type(t) is str and t in known else OTHER  # a list/dict "type" is unhashable

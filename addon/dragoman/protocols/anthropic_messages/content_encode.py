@@ -1,0 +1,137 @@
+"""IR parts -> Anthropic content blocks, one function per block type (requests toward an Anthropic upstream).
+
+* Thinking in history: native signature -> ``thinking``; ``redacted_data`` -> ``redacted_thinking``;
+  ``encrypted_content`` carried with ``carry.ANTHROPIC_TAG`` -> the original block; anything else has no
+  valid signature, is dropped and recorded (``thinking_without_signature``).
+* A ``data:`` URL image/document becomes a base64 source; a ``text/*`` file becomes a text document.
+* Custom (freeform) tool calls carry their raw input as ``{"input": <string>}``.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import orjson
+
+from dragoman.ir import carry
+from dragoman.ir.request import CUSTOM_TOOL_PARAM
+from dragoman.ir.request import FilePart
+from dragoman.ir.request import ImagePart
+from dragoman.ir.request import Part
+from dragoman.ir.request import RefusalPart
+from dragoman.ir.request import TextPart
+from dragoman.ir.request import ThinkingPart
+from dragoman.ir.request import ToolCallPart
+from dragoman.ir.request import ToolResultPart
+from dragoman.protocols._wire import split_data_url
+from dragoman.protocols.base import Context
+
+
+def tool_input(part: ToolCallPart, ctx: Context) -> dict[str, Any]:
+    """A tool call's arguments as the ``input`` object of a ``tool_use`` block."""
+    if part.kind == "custom":
+        return {CUSTOM_TOOL_PARAM: part.arguments}
+    try:
+        obj = orjson.loads(part.arguments) if part.arguments else {}
+    except orjson.JSONDecodeError:
+        ctx.dropped.add("tool_use.input(invalid_json)")
+        return {}
+    if not isinstance(obj, dict):
+        ctx.dropped.add("tool_use.input(not_an_object)")
+        return {}
+    return obj
+
+
+def _base64_source(url: str) -> dict[str, Any] | None:
+    """A base64 ``data:`` URL -> a base64 source; None for any other URL."""
+    split = split_data_url(url)
+    if split is None:
+        return None
+    return {"type": "base64", "media_type": split[0] or "application/octet-stream", "data": split[1]}
+
+
+def _image_block(p: ImagePart, ctx: Context) -> dict[str, Any] | None:
+    if p.data is not None:
+        return {
+            "type": "image",
+            "source": {"type": "base64", "media_type": p.media_type or "image/png", "data": p.data},
+        }
+    if p.url:
+        return {"type": "image", "source": _base64_source(p.url) or {"type": "url", "url": p.url}}
+    if p.file_id:
+        return {"type": "image", "source": {"type": "file", "file_id": p.file_id}}
+    ctx.dropped.add("image(empty)")
+    return None
+
+
+def _document_source(p: FilePart, ctx: Context) -> dict[str, Any] | None:
+    if p.data is not None:
+        media = p.media_type or "application/pdf"
+        if not media.startswith("text/"):
+            return {"type": "base64", "media_type": media, "data": p.data}
+        try:
+            text = base64.b64decode(p.data).decode("utf-8")
+        except (ValueError, UnicodeDecodeError):
+            ctx.dropped.add("document(undecodable)")
+            return None
+        return {"type": "text", "media_type": "text/plain", "data": text}
+    if p.url:
+        return _base64_source(p.url) or {"type": "url", "url": p.url}
+    if p.file_id:
+        return {"type": "file", "file_id": p.file_id}
+    ctx.dropped.add("document(empty)")
+    return None
+
+
+def _document_block(p: FilePart, ctx: Context) -> dict[str, Any] | None:
+    source = _document_source(p, ctx)
+    if source is None:
+        return None
+    block: dict[str, Any] = {"type": "document", "source": source}
+    if p.filename:
+        block["title"] = p.filename
+    return block
+
+
+def _thinking_block(p: ThinkingPart, ctx: Context) -> dict[str, Any] | None:
+    if p.redacted_data:
+        return {"type": "redacted_thinking", "data": p.redacted_data}
+    if p.signature and not carry.is_carried(p.signature):
+        return {"type": "thinking", "thinking": p.text, "signature": p.signature}
+    carried = carry.unwrap_anthropic(p.encrypted_content)
+    if carried is not None:
+        if carried.get("redacted"):
+            return {"type": "redacted_thinking", "data": carried["redacted"]}
+        if carried.get("sig"):
+            return {"type": "thinking", "thinking": carried.get("text", ""), "signature": carried["sig"]}
+    ctx.dropped.add("thinking_without_signature")
+    return None
+
+
+def _tool_result_block(p: ToolResultPart, ctx: Context) -> dict[str, Any]:
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": p.tool_call_id}
+    content = [b for b in (part_block(c, ctx) for c in p.content) if b is not None]
+    if content:
+        block["content"] = content
+    if p.is_error:
+        block["is_error"] = True
+    return block
+
+
+def part_block(p: Part, ctx: Context) -> dict[str, Any] | None:
+    """One IR part -> its content block; None (recorded in ``ctx.dropped`` when lost) for nothing to send."""
+    if type(p) is TextPart or type(p) is RefusalPart:
+        return {"type": "text", "text": p.text} if p.text else None
+    if type(p) is ImagePart:
+        return _image_block(p, ctx)
+    if type(p) is FilePart:
+        return _document_block(p, ctx)
+    if type(p) is ThinkingPart:
+        return _thinking_block(p, ctx)
+    if type(p) is ToolCallPart:
+        return {"type": "tool_use", "id": p.id, "name": p.name, "input": tool_input(p, ctx)}
+    if type(p) is ToolResultPart:
+        return _tool_result_block(p, ctx)
+    ctx.dropped.add(type(p).__name__)
+    return None
