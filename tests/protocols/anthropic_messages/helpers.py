@@ -15,12 +15,21 @@ from dragoman.ir.events import SignatureDelta
 from dragoman.ir.events import TextDelta
 from dragoman.ir.events import ThinkingDelta
 from dragoman.ir.events import ToolArgsDelta
+from dragoman.ir.request import Request
+from dragoman.protocols.anthropic_messages import CODEC
+from dragoman.protocols.base import Context
 from dragoman.sse import SSEDecoder
 
 DATA = Path(__file__).parent / "data"
 
 #: block types whose events the decoder swallows (server tools etc.)
 MODELLED = {"text", "thinking", "redacted_thinking", "tool_use"}
+
+
+def enc(req: Request, ctx: Context | None = None) -> tuple[dict[str, Any], Context]:
+    """``req`` encoded as an Anthropic request, and the context it was encoded in."""
+    ctx = ctx or Context(request=req)
+    return CODEC.encode_request(req, ctx), ctx
 
 
 def sse_events(body: bytes) -> list[tuple[str | None, dict[str, Any]]]:
