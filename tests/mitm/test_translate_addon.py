@@ -13,6 +13,7 @@ from mitmproxy.test import taddons
 from mitmproxy.test import tflow
 
 from dragoman import fake_upstream as fu
+from dragoman.mitm import inbound
 from dragoman.mitm.flowstate import METADATA_KEY
 from dragoman.mitm.translate_addon import Translate
 from dragoman.mitm.translate_addon import join_endpoint
@@ -151,8 +152,8 @@ def test_deferred_typo_is_warned_once(tctx, addon, caplog):
     caplog.set_level(logging.WARNING)
     tctx.options.deferred["dragoman_tagret"] = "openai-chat"
     tctx.options.deferred["other_thing"] = "x"
-    addon.running()
-    addon.running()
+    addon.warn_deferred()
+    addon.warn_deferred()
     hits = [r for r in caplog.records if "dragoman_tagret" in r.getMessage()]
     assert len(hits) == 1
     assert "dragoman_target" in hits[0].getMessage()
@@ -406,7 +407,7 @@ def test_stream_callable_survives_translator_crash(tctx, addon, monkeypatch):
             return b"event: error\ndata: {}\n\n"
 
     state.translator = Boom()
-    fn = addon._stream_callable(f.id, state)
+    fn = inbound.stream_callable(f.id, state)
     assert fn(b"data: x\n\n") == b"event: error\ndata: {}\n\n"
     assert fn(b"") == b"event: error\ndata: {}\n\n"
 

@@ -31,12 +31,13 @@ from mitmproxy import optmanager
 from dragoman.ir.common import ErrorInfo
 from dragoman.ir.common import ErrorKind
 from dragoman.mitm import hosts
-from dragoman.mitm.translate_addon import client_key
-from dragoman.mitm.translate_addon import join_endpoint
-from dragoman.mitm.translate_addon import parse_upstream
-from dragoman.mitm.translate_addon import resolve_api_key
+from dragoman.mitm.outbound import client_key
+from dragoman.mitm.routing import Routing
 from dragoman.protocols import Protocol
 from dragoman.protocols import detect
+from dragoman.routing.keyspec import resolve_key as resolve_api_key
+from dragoman.routing.url import join_endpoint
+from dragoman.routing.url import parse_upstream
 from dragoman.translate import models as model_lists
 from dragoman.translate.plan import map_model
 from dragoman.translate.plan import parse_model_map
@@ -113,15 +114,25 @@ class Endpoints:
                 self.model_map = parse_model_map(list(opts.dragoman_model_map))
             except ValueError:
                 self.model_map = []
-        if updated & {"dragoman_target", "connection_strategy"}:
+        if updated & {"dragoman_target", "dragoman_config", "connection_strategy"}:
             self.ensure_lazy()
 
     def running(self) -> None:
         self.ensure_lazy()
 
+    def _routing(self) -> Routing | None:
+        """The Translate addon's routes, when they come from a routes file (``dragoman_config``)."""
+        translate = ctx.master.addons.get("translate") if hasattr(ctx, "master") else None
+        routing = getattr(translate, "routing", None)
+        return routing if routing is not None and routing.path is not None else None
+
+    @property
+    def active(self) -> bool:
+        return self.target is not None or self._routing() is not None
+
     def ensure_lazy(self) -> None:
         """``connection_strategy=lazy`` while Dragoman is on, unless the user chose a strategy."""
-        if self.target is None or not hasattr(ctx.options, "connection_strategy"):
+        if not self.active or not hasattr(ctx.options, "connection_strategy"):
             return
         if ctx.options.connection_strategy == "lazy" or option_is_set("connection_strategy"):
             return
@@ -131,7 +142,7 @@ class Endpoints:
     # -- hooks
 
     def request(self, flow: http.HTTPFlow) -> None:
-        if self.target is None or flow.response is not None or flow.error is not None or flow.is_replay:
+        if flow.response is not None or flow.error is not None or flow.is_replay or not self.active:
             return
         if not hosts.in_scope(flow):
             return
@@ -214,6 +225,12 @@ class Endpoints:
             obj = model_lists.model_object(model_lists.ModelInfo(model_id), shape)
             self._answer(flow, 200, orjson.dumps(obj), JSON_CT, "model")
             return
+        routing = self._routing()
+        if routing is not None and routing.router is not None:
+            # every model the routes make reachable (each upstream's own list would name models no route serves)
+            names = [model_lists.ModelInfo(m) for m in routing.router.listed_models()]
+            self._answer(flow, 200, orjson.dumps(model_lists.model_list(names, shape)), JSON_CT, "models")
+            return
         reverse = hosts.is_reverse(flow)
         if self.upstream is None and not reverse:
             # the official host's own list would name models the upstream does not serve
@@ -237,7 +254,11 @@ class Endpoints:
             info = ErrorInfo(kind=ErrorKind.INVALID_REQUEST, message="request body is not a JSON object", status=400)
             self._answer(flow, 400, error_body(info, Protocol.ANTHROPIC_MESSAGES), JSON_CT, "count_tokens")
             return
-        if self.target is Protocol.ANTHROPIC_MESSAGES:
+        routing = self._routing()
+        if routing is not None:
+            if self._count_tokens_routed(flow, body, routing):
+                return
+        elif self.target is Protocol.ANTHROPIC_MESSAGES:
             model = body.get("model")
             if isinstance(model, str):
                 mapped = map_model(self.model_map, model)
@@ -258,6 +279,32 @@ class Endpoints:
             "count_tokens-estimated",
             **{"x-dragoman-estimate": "true"},
         )
+
+    def _count_tokens_routed(self, flow: http.HTTPFlow, body: dict[str, Any], routing: Routing) -> bool:
+        """Forward to the route's first upstream when it speaks Anthropic and has a base URL; False: estimate."""
+        model = body.get("model")
+        router = routing.router
+        route = router.route(model) if isinstance(model, str) and router is not None else None
+        if route is None or router is None:
+            return False
+        first = router.candidates(route, model)[0]
+        up = first.upstream
+        if up.protocol is not Protocol.ANTHROPIC_MESSAGES or up.url is None:
+            return False
+        if first.model != model:
+            body["model"] = first.model
+            flow.request.content = orjson.dumps(body)
+        req = flow.request
+        req.scheme, req.host, req.port = up.url.scheme, up.url.host, up.url.port
+        req.path = join_endpoint(up.url.path, "/v1" + COUNT_TOKENS_SUFFIX)
+        key = up.keys[0].value if up.keys else None
+        saved, self.api_key = self.api_key, key
+        try:
+            self._rewrite_auth(req.headers, Protocol.ANTHROPIC_MESSAGES)
+        finally:
+            self.api_key = saved
+        flow.metadata[METADATA_KEY] = "count_tokens-forwarded"
+        return True
 
     # -- helpers
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from dataclasses import field
 from typing import Any
 
 from dragoman.protocols.base import Context
@@ -36,10 +37,23 @@ class FlowState:
     started: bool = False
     #: the ``dragoman.mitm.faults.IdleWatchdog`` of a streamed flow (cancelled in ``response``/``error``)
     watchdog: Any = None
+    #: the route that matched (its ``match`` pattern) and the upstream that answered (routes file only)
+    route: str = ""
+    upstream_name: str = ""
+    #: every attempt made (``routing.attempts.Outcome.as_dict()``), in order
+    attempts: list[dict[str, Any]] = field(default_factory=list)
+    #: set by the relay when a streamed body failed after its headers left: (message, timed_out)
+    relay_failure: tuple[str, bool] | None = None
+    #: the relay token of a relayed flow (forgotten in ``response``/``error``)
+    relay_token: str | None = None
+    #: what the answering attempt sent, to show the real upstream request in the saved flow
+    sent_request: Any = None
+    #: the client key's name (client keys configured), never the key
+    client_name: str = ""
 
     def metadata(self) -> dict[str, Any]:
         """JSON-able summary for ``flow.metadata[METADATA_KEY]``."""
-        return {
+        meta: dict[str, Any] = {
             "client": self.plan.client.value,
             "target": self.plan.upstream.value,
             "client_model": self.client_model,
@@ -47,6 +61,14 @@ class FlowState:
             "stream": self.stream,
             "dropped": list(self.ctx.dropped.fields),
         }
+        if self.upstream_name:
+            meta["route"] = self.route
+            meta["upstream"] = self.upstream_name
+        if self.attempts:
+            meta["attempts"] = list(self.attempts)
+        if self.client_name:
+            meta["client_name"] = self.client_name
+        return meta
 
 
 class FlowStates:

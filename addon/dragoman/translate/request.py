@@ -1,18 +1,35 @@
-"""Request translation: client JSON bytes -> upstream JSON bytes, through the IR."""
+"""Request translation: client JSON bytes -> upstream JSON bytes, through the IR.
+
+Two steps, so a routed request is decoded once and encoded once per attempt (each attempt may speak
+another protocol and ask for another model): ``decode_client_request`` and ``encode_upstream_request``.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import orjson
 
 from dragoman.ir.request import Request
+from dragoman.protocols import Protocol
 from dragoman.protocols import get_codec
 from dragoman.protocols._wire import parse_client_json
 from dragoman.protocols.base import Context
 from dragoman.translate.plan import ModelRule
 from dragoman.translate.plan import Plan
 from dragoman.translate.plan import map_model
+
+
+@dataclass(slots=True)
+class ClientRequest:
+    """The client's request, decoded once."""
+
+    raw: bytes
+    obj: dict[str, Any]
+    request: Request  # IR; ``request.model`` is set per attempt
+    client_model: str
+    stream: bool
 
 
 @dataclass(slots=True)
@@ -24,23 +41,32 @@ class TranslatedRequest:
     stream: bool
 
 
-def translate_request(body: bytes, plan: Plan, ctx: Context, model_map: list[ModelRule] | None = None) -> TranslatedRequest:
+def decode_client_request(body: bytes, client: Protocol) -> ClientRequest:
     """Raises ``ClientRequestError`` (400 in the client's shape) for an invalid client request."""
     obj = parse_client_json(body)
-    src = get_codec(plan.client)
-    req = src.decode_request(obj)
-    client_model = req.model
-    req.model = map_model(model_map or [], req.model)
+    req = get_codec(client).decode_request(obj)
+    return ClientRequest(body, obj, req, req.model, req.stream)
+
+
+def encode_upstream_request(cr: ClientRequest, plan: Plan, ctx: Context, model: str) -> bytes:
+    """The upstream body for ``plan.upstream`` asking for ``model``; fills ``ctx`` (request, dropped)."""
+    req = cr.request
+    req.model = model
     ctx.request = req
     for name in req.dropped.fields:
         ctx.dropped.add(name)
     if plan.identity:
-        if req.model != client_model:
-            obj["model"] = req.model
-            out = orjson.dumps(obj)
-        else:
-            out = body
-        return TranslatedRequest(out, req, client_model, req.model, req.stream)
-    dst = get_codec(plan.upstream)
-    wire = dst.encode_request(req, ctx)
-    return TranslatedRequest(orjson.dumps(wire), req, client_model, req.model, req.stream)
+        if model == cr.client_model:
+            return cr.raw
+        obj = dict(cr.obj)
+        obj["model"] = model
+        return orjson.dumps(obj)
+    return orjson.dumps(get_codec(plan.upstream).encode_request(req, ctx))
+
+
+def translate_request(body: bytes, plan: Plan, ctx: Context, model_map: list[ModelRule] | None = None) -> TranslatedRequest:
+    """Both steps for one upstream. Raises ``ClientRequestError`` for an invalid client request."""
+    cr = decode_client_request(body, plan.client)
+    model = map_model(model_map or [], cr.client_model)
+    out = encode_upstream_request(cr, plan, ctx, model)
+    return TranslatedRequest(out, cr.request, cr.client_model, model, cr.stream)

@@ -1,0 +1,207 @@
+"""The answer's way back to the client: the stream callable, whole-body translation and the last error
+frame after an upstream fault. Called by the Translate addon's response hooks."""
+
+from __future__ import annotations
+
+import logging
+import zlib
+from collections.abc import Callable
+
+from mitmproxy import http
+from mitmproxy.net.http import status_codes
+
+from dragoman.errors import TranslationError
+from dragoman.ir.common import ErrorInfo
+from dragoman.ir.common import ErrorKind
+from dragoman.mitm.faults import deliver_final_frame
+from dragoman.mitm.flowstate import FlowState
+from dragoman.protocols import get_codec
+from dragoman.translate.response import UpstreamErrorInBody
+from dragoman.translate.response import error_body
+from dragoman.translate.response import translate_error
+from dragoman.translate.response import translate_response
+from dragoman.translate.stream import PassThrough
+from dragoman.translate.stream import StreamTranslator
+
+logger = logging.getLogger(__name__)
+
+JSON_CT = "application/json"
+SSE_CT = "text/event-stream; charset=utf-8"
+
+
+def install_stream(flow: http.HTTPFlow, state: FlowState) -> bool:
+    """For a 2xx SSE answer: set up the translator and rewrite the framing headers. False: not streamable
+    (an encoding without an incremental decoder: translated whole in ``response``)."""
+    resp = flow.response
+    assert resp is not None
+    plan = state.plan
+    if plan.identity:
+        state.translator = PassThrough()
+        return True
+    encoding = resp.headers.get("content-encoding", "identity").lower().strip()
+    if encoding in ("gzip", "x-gzip", "deflate"):
+        state.decompressor = zlib.decompressobj(zlib.MAX_WBITS | 32)
+    elif encoding not in ("", "identity"):
+        logger.info("flow %s: upstream SSE is %s-encoded; translating after the body is complete", flow.id, encoding)
+        return False
+    state.translator = StreamTranslator(
+        get_codec(plan.upstream).stream_decoder(state.ctx),
+        get_codec(plan.client).stream_encoder(state.ctx),
+    )
+    resp.headers.pop("content-length", None)
+    resp.headers.pop("content-encoding", None)
+    if resp.http_version.startswith("HTTP/1"):
+        resp.headers["transfer-encoding"] = "chunked"
+    resp.headers["content-type"] = SSE_CT
+    return True
+
+
+def stream_callable(flow_id: str, state: FlowState) -> Callable[[bytes], bytes | list[bytes]]:
+    translator = state.translator
+
+    def on_chunk(data: bytes) -> bytes | list[bytes]:
+        # Never raises, never returns b"" for a data chunk (that would end the client's body).
+        try:
+            if state.watchdog is not None:
+                state.watchdog.touch()
+            if data:
+                state.started = True
+                if state.decompressor is not None:
+                    data = state.decompressor.decompress(data)
+                    if not data:
+                        return []
+                out = translator.feed(data)
+            else:
+                out = _finish(state)
+        except Exception as e:  # noqa: BLE001 - an exception here kills the client connection
+            logger.exception("flow %s: stream callable failed", flow_id)
+            out = _fail(translator, f"Dragoman stream failure: {type(e).__name__}", ErrorKind.API_ERROR, 500)
+        if not out:
+            return []
+        state.sent += len(out)
+        return out
+
+    return on_chunk
+
+
+def _finish(state: FlowState) -> bytes:
+    translator = state.translator
+    out = b""
+    if state.decompressor is not None:
+        rest = state.decompressor.flush()
+        state.decompressor = None
+        if rest:
+            out = translator.feed(rest)
+    if state.relay_failure is not None:
+        # the relay ended its body cleanly after an upstream fault: say what happened, in the client's protocol
+        message, timed_out = state.relay_failure
+        kind, status = (ErrorKind.TIMEOUT, 504) if timed_out else (ErrorKind.API_ERROR, 502)
+        return out + _fail(translator, message, kind, status)
+    return out + translator.close()
+
+
+def _fail(translator: object, message: str, kind: ErrorKind, status: int) -> bytes:
+    try:
+        return translator.fail(ErrorInfo(kind=kind, message=message, status=status))  # type: ignore[attr-defined]
+    except Exception:  # noqa: BLE001
+        return b""
+
+
+def final_error_frame(flow: http.HTTPFlow, state: FlowState, message: str, timed_out: bool, idle_timeout: int) -> bool:
+    """The upstream died (or was closed for idling) mid-stream: finish the client's body with one error
+    event in its protocol where mitmproxy lets us (plain-HTTP/1.1 clients, see ``dragoman.mitm.faults``)."""
+    if timed_out:
+        info = ErrorInfo(
+            kind=ErrorKind.TIMEOUT,
+            message=f"upstream sent nothing for {idle_timeout} s (dragoman_idle_timeout); connection closed",
+            status=504,
+        )
+    else:
+        info = ErrorInfo(kind=ErrorKind.API_ERROR, message=f"upstream connection failed mid-stream: {message}", status=502)
+    try:
+        frame = state.translator.fail(info)
+    except Exception:  # noqa: BLE001
+        logger.exception("flow %s: encoding the final error frame failed", flow.id)
+        return False
+    if not frame or not deliver_final_frame(flow, frame):
+        return False  # pass-through (no frame of our own) or a client connection we cannot write to
+    state.sent += len(frame)
+    logger.warning(
+        "flow %s: %s after %d bytes to the client; ended the client's stream with an error event",
+        flow.id,
+        "idle timeout" if timed_out else f"connection failed mid-stream ({message})",
+        state.sent,
+    )
+    return True
+
+
+def translate_whole(flow: http.HTTPFlow, state: FlowState) -> None:
+    resp = flow.response
+    assert resp is not None
+    plan = state.plan
+    body = resp.get_content(strict=False) or b""
+    status = resp.status_code
+    headers = {k.lower(): v for k, v in resp.headers.items()}
+    is_sse = headers.get("content-type", "").lower().startswith("text/event-stream")
+    content_type = "text/event-stream" if is_sse else JSON_CT
+    try:
+        if not 200 <= status < 300:
+            status, out, _info = translate_error(status, body, plan, headers)
+            content_type = JSON_CT
+        elif not is_sse:
+            try:
+                out = translate_response(body, plan, state.ctx)
+            except UpstreamErrorInBody as e:
+                status = e.info.http_status
+                out = error_body(e.info, plan.client)
+        else:
+            # SSE that could not be streamed (unknown content-encoding): translate it in one go
+            translator = StreamTranslator(
+                get_codec(plan.upstream).stream_decoder(state.ctx),
+                get_codec(plan.client).stream_encoder(state.ctx),
+            )
+            out = translator.feed(body) + translator.close()
+    except TranslationError as e:
+        logger.warning("flow %s: upstream response could not be translated: %s", flow.id, e)
+        info = e.to_error_info()
+        status, out, content_type = info.http_status, error_body(info, plan.client), JSON_CT
+    except Exception as e:  # noqa: BLE001
+        logger.exception("flow %s: response translation failed", flow.id)
+        info = ErrorInfo(
+            kind=ErrorKind.API_ERROR, message=f"Dragoman failed to translate the response: {type(e).__name__}", status=502
+        )
+        status, out, content_type = 502, error_body(info, plan.client), JSON_CT
+    if status != resp.status_code:
+        resp.status_code = status
+        resp.reason = status_codes.RESPONSES.get(status, "")
+    resp.headers.pop("content-encoding", None)
+    resp.headers.pop("transfer-encoding", None)
+    resp.headers["content-type"] = content_type if content_type == JSON_CT else SSE_CT
+    resp.content = out
+
+
+def log_done(flow: http.HTTPFlow, state: FlowState, status: int) -> None:
+    plan = state.plan
+    model = state.client_model if state.client_model == state.upstream_model else f"{state.client_model} -> {state.upstream_model}"
+    how = "stream" if state.translator is not None else ("stream requested, JSON answered" if state.stream else "json")
+    via = f" via {state.upstream_name}" if state.upstream_name else ""
+    tries = f", {len(state.attempts)} attempts" if len(state.attempts) > 1 else ""
+    logger.info(
+        "flow %s: %s -> %s%s, model %s, status %d, %s%s",
+        flow.id,
+        plan.client.value,
+        plan.upstream.value,
+        via,
+        model,
+        status,
+        how,
+        tries,
+    )
+    log_dropped(flow, state)
+
+
+def log_dropped(flow: http.HTTPFlow, state: FlowState) -> None:
+    if state.ctx.dropped.fields:
+        logger.warning(
+            "flow %s: dropped (not carried to the other protocol): %s", flow.id, ", ".join(state.ctx.dropped.fields)
+        )

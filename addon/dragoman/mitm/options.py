@@ -1,0 +1,96 @@
+"""The options of the Translate addon: declared here (``declare``), validated in ``Translate.configure`` and
+``Routing.configure``. The help strings are the user documentation (``mitmdump --options``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from dragoman.protocols import Protocol
+
+OPTION_PREFIX = "dragoman_"
+CHOICES = {
+    "dragoman_target": ["", *(p.value for p in Protocol)],
+    "dragoman_chat_reasoning": ["reasoning_content", "drop"],
+    "dragoman_chat_max_tokens_field": ["max_tokens", "max_completion_tokens"],
+}
+
+
+def declare(loader: Any) -> None:
+    loader.add_option(
+        "dragoman_target",
+        str,
+        "",
+        "Protocol of the upstream to translate to. Empty: Dragoman is off and passes everything through.",
+        choices=CHOICES["dragoman_target"],
+    )
+    loader.add_option(
+        "dragoman_upstream",
+        str,
+        "",
+        "Base URL of the upstream in the target SDK's convention (https://api.anthropic.com, "
+        "https://api.openai.com/v1, http://localhost:11434/v1); the target's endpoint path is appended. "
+        "Empty: keep the host the client asked for (e.g. the reverse-mode target) and use the target's "
+        "default path (/v1/messages, /v1/chat/completions, /v1/responses).",
+    )
+    loader.add_option(
+        "dragoman_api_key",
+        str,
+        "",
+        "API key for the upstream, or env:NAME to read it from the environment at startup. When set, the "
+        "client's x-api-key, authorization and cookie headers are removed. Empty: the client's own key is "
+        "moved to the target's header (x-api-key for anthropic, Authorization: Bearer for OpenAI).",
+    )
+    loader.add_option(
+        "dragoman_model_map",
+        Sequence[str],
+        [],
+        "Model name mapping, PATTERN=MODEL (shell glob, first match wins) or a bare MODEL that maps every "
+        "model. Repeat the option for several rules.",
+    )
+    loader.add_option(
+        "dragoman_match",
+        str,
+        "",
+        "mitmproxy filter expression selecting the flows to translate (they must also have an endpoint "
+        "path). Empty: POSTs to the official endpoints (api.anthropic.com/v1/messages, "
+        "api.openai.com/v1/chat/completions and /v1/responses, chatgpt.com/backend-api/codex/responses) in "
+        "every mode, and to any /v1/messages, /chat/completions or /responses path in reverse mode.",
+    )
+    loader.add_option(
+        "dragoman_strict",
+        bool,
+        False,
+        "Treat tolerated upstream oddities (unknown stream event types) as errors.",
+    )
+    loader.add_option(
+        "dragoman_idle_timeout",
+        int,
+        300,
+        "Seconds without any upstream byte during a streamed response before Dragoman closes the upstream "
+        "connection and ends the client's stream with an error event in its protocol. 0 disables it.",
+    )
+    loader.add_option(
+        "dragoman_chat_reasoning",
+        str,
+        "reasoning_content",
+        "How thinking in the conversation history is sent to an openai-chat upstream: as "
+        "reasoning_content (DeepSeek, vLLM, OpenRouter) or dropped.",
+        choices=CHOICES["dragoman_chat_reasoning"],
+    )
+    loader.add_option(
+        "dragoman_chat_max_tokens_field",
+        str,
+        "max_tokens",
+        "Which field carries the output token limit to an openai-chat upstream "
+        "(OpenAI's reasoning models need max_completion_tokens).",
+        choices=CHOICES["dragoman_chat_max_tokens_field"],
+    )
+    loader.add_option(
+        "dragoman_config",
+        str,
+        "",
+        "Path of a routes file (YAML): several upstreams with key pools, routes by model with failover, "
+        "client keys. Reloaded when it changes. Cannot be combined with dragoman_target, dragoman_upstream, "
+        "dragoman_api_key or dragoman_model_map (those are the shorthand for one upstream).",
+    )

@@ -1,0 +1,111 @@
+"""Where a translated request goes and which credentials it carries: the flow's URL, auth and headers.
+
+The rule for keys: when the upstream has keys of its own, the client's credentials (``x-api-key``,
+``authorization``, cookies) never leave; otherwise the client's own key moves to the upstream protocol's
+header (``x-api-key`` + ``anthropic-version`` for Anthropic, ``Authorization: Bearer`` for OpenAI).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from mitmproxy import http
+
+from dragoman.protocols import Protocol
+from dragoman.routing.url import UpstreamURL
+from dragoman.routing.url import default_path
+from dragoman.routing.url import join_endpoint
+
+ANTHROPIC_VERSION = "2023-06-01"
+#: client headers that carry credentials
+AUTH_HEADERS = ("x-api-key", "authorization")
+#: headers never copied from the client's request to a relayed attempt
+NOT_RELAYED = frozenset(
+    {"host", "content-length", "transfer-encoding", "connection", "keep-alive", "cookie", "proxy-authorization",
+     "accept-encoding", "content-encoding", "upgrade", "te", "trailer", *AUTH_HEADERS}
+)
+
+
+def client_key(headers: http.Headers) -> str | None:
+    """The credential the client sent (``x-api-key`` or ``Authorization: Bearer``), if any."""
+    key = headers.get("x-api-key")
+    if key:
+        return key
+    auth = headers.get("authorization", "")
+    scheme, _, value = auth.partition(" ")
+    if scheme.lower() == "bearer" and value.strip():
+        return value.strip()
+    return None
+
+
+def endpoint_path(url: UpstreamURL | None, target: Protocol) -> str:
+    return join_endpoint(url.path, target.endpoint) if url is not None else default_path(target)
+
+
+def rewrite_url(req: http.Request, url: UpstreamURL | None, target: Protocol, identity: bool) -> None:
+    """Point the flow at the upstream (``url`` None: keep the host the client asked for)."""
+    _, sep, query = req.path.partition("?")
+    if url is not None:
+        req.scheme = url.scheme  # scheme first: setting host/port then fixes the Host header
+        req.host = url.host
+        req.port = url.port
+        path = join_endpoint(url.path, target.endpoint)
+    elif identity:
+        return
+    else:
+        path = default_path(target)
+    if identity and sep:
+        path += "?" + query
+    req.path = path
+
+
+def rewrite_auth(headers: http.Headers, target: Protocol, key: str | None) -> None:
+    """``key``: the upstream's own key (client credentials removed), or None to move the client's key."""
+    if key is not None:
+        headers.pop("cookie", None)
+    else:
+        key = client_key(headers)
+    for name in AUTH_HEADERS:
+        headers.pop(name, None)
+    set_auth(headers, target, key)
+
+
+def set_auth(headers: http.Headers, target: Protocol, key: str | None) -> None:
+    if target is Protocol.ANTHROPIC_MESSAGES:
+        if "anthropic-version" not in headers:
+            headers["anthropic-version"] = ANTHROPIC_VERSION
+        if key:
+            headers["x-api-key"] = key
+    else:
+        for name in [n for n in headers.keys() if n.lower().startswith("anthropic-")]:
+            headers.pop(name, None)
+        if key:
+            headers["authorization"] = f"Bearer {key}"
+
+
+def relayed_headers(client_headers: Iterable[tuple[str, str]], target: Protocol, key: str | None) -> list[tuple[str, str]]:
+    """Headers for one relayed attempt: the client's (minus credentials and framing) plus the attempt's auth."""
+    out: list[tuple[str, str]] = []
+    anthropic = target is Protocol.ANTHROPIC_MESSAGES
+    has_version = False
+    for name, value in client_headers:
+        low = name.lower()
+        if low in NOT_RELAYED:
+            continue
+        if low.startswith("anthropic-"):
+            if not anthropic:
+                continue
+            has_version = has_version or low == "anthropic-version"
+        if low == "content-type":
+            continue
+        out.append((low, value))
+    out.append(("content-type", "application/json"))
+    out.append(("accept-encoding", "identity"))
+    if anthropic:
+        if not has_version:
+            out.append(("anthropic-version", ANTHROPIC_VERSION))
+        if key:
+            out.append(("x-api-key", key))
+    elif key:
+        out.append(("authorization", f"Bearer {key}"))
+    return out

@@ -1,0 +1,87 @@
+"""The parsed routing configuration: frozen values, rebuilt whole on every (re)load."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from dataclasses import field
+
+from dragoman.protocols import Protocol
+from dragoman.routing.url import UpstreamURL
+from dragoman.translate.plan import ModelRule
+
+
+@dataclass(frozen=True, slots=True)
+class KeyRef:
+    """A secret and how logs may name it (``env:NAME`` or ``key #N``). ``repr`` never shows the value."""
+
+    value: str = field(repr=False)
+    label: str
+
+
+@dataclass(frozen=True, slots=True)
+class Upstream:
+    name: str
+    protocol: Protocol
+    #: None: keep the host the client asked for, with the protocol's standard path (single-upstream shorthand)
+    url: UpstreamURL | None
+    #: the key pool, used in turn; empty: the client's own key moves across
+    keys: tuple[KeyRef, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    upstream: str
+    #: None: the client's model (after the route's model map) is kept
+    model: str | None = None
+
+    def __str__(self) -> str:
+        return self.upstream if self.model is None else f"{self.upstream}/{self.model}"
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    match: str  # glob on the model the client asked for
+    to: tuple[Target, ...]
+    #: the single-upstream shorthand's ``dragoman_model_map`` (applies to bare targets)
+    model_map: tuple[ModelRule, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ClientKey:
+    name: str
+    key: KeyRef
+    #: globs on the model the client asks for; empty: every model
+    models: tuple[str, ...] = ()
+    #: route ``match`` patterns this client may use; empty: every route
+    routes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    #: attempts per request, over every key and upstream of its route
+    max_attempts: int = 4
+    #: seconds after the first attempt began during which another attempt may still start
+    deadline: float = 120.0
+    #: seconds to establish an upstream connection (TCP + TLS)
+    connect_timeout: float = 10.0
+    #: seconds from sending the request until the upstream's response headers
+    first_byte_timeout: float = 300.0
+    #: seconds a key rests after a 429 without ``retry-after``
+    cooldown: float = 30.0
+    #: seconds a key is benched after a 401/403 (a revoked or wrong key)
+    bench: float = 3600.0
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    upstreams: dict[str, Upstream]
+    routes: tuple[Route, ...]
+    clients: tuple[ClientKey, ...] = ()
+    limits: Limits = Limits()
+    #: where it came from, for messages: a file path, or "options"
+    source: str = "options"
+
+    @property
+    def holds_keys(self) -> bool:
+        """Some upstream spends a key of ours (so who may reach this proxy matters)."""
+        return any(u.keys for u in self.upstreams.values())
