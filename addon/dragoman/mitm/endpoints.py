@@ -128,7 +128,7 @@ class Endpoints:
 
     @property
     def active(self) -> bool:
-        return self.target is not None or self._routing() is not None
+        return self.target is not None or bool(getattr(ctx.options, "dragoman_config", ""))
 
     def ensure_lazy(self) -> None:
         """``connection_strategy=lazy`` while Dragoman is on, unless the user chose a strategy."""

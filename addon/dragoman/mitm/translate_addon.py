@@ -15,13 +15,10 @@ Options are declared in ``options``; routes and key pools live in ``routing`` (s
 from __future__ import annotations
 
 import logging
-import math
 import os
-import time
 from pathlib import Path
 from typing import Any
 
-import orjson
 from mitmproxy import ctx
 from mitmproxy import exceptions
 from mitmproxy import flowfilter
@@ -34,25 +31,20 @@ from dragoman.mitm import hosts
 from dragoman.mitm import inbound
 from dragoman.mitm import options
 from dragoman.mitm import outbound
+from dragoman.mitm.exchange import RoutedExchange
 from dragoman.mitm.faults import IdleWatchdog
 from dragoman.mitm.flowstate import METADATA_KEY
 from dragoman.mitm.flowstate import TARGET_OVERRIDE_KEY
 from dragoman.mitm.flowstate import FlowState
 from dragoman.mitm.flowstate import FlowStates
 from dragoman.mitm.outbound import client_key
-from dragoman.mitm.relay import Failure
-from dragoman.mitm.relay import Prepared
 from dragoman.mitm.relay import Relay
-from dragoman.mitm.relay import RelayJob
 from dragoman.mitm.routing import Routing
 from dragoman.protocols import Protocol
 from dragoman.protocols import detect
-from dragoman.protocols import get_codec
 from dragoman.protocols.base import Context
-from dragoman.routing.attempts import Attempt
 from dragoman.routing.attempts import Attempts
 from dragoman.routing.keyspec import resolve_key as resolve_api_key
-from dragoman.routing.load import DEFAULT_UPSTREAM
 from dragoman.routing.load import ConfigError
 from dragoman.routing.load import config_from_options
 from dragoman.routing.router import Candidate
@@ -288,67 +280,20 @@ class Translate:
         config = self.routing.config
         assert config is not None
         first = candidates[0]
-        plan = Plan(client, first.upstream.protocol)
-        state = self._state(plan, self._new_context(), cr, route, first)
-        req = flow.request
-        own_key = client_key(req.headers)
-        client_headers = list(req.headers.items(multi=True))
-        origin = UpstreamURL(req.scheme, req.host, req.port, "")
-        prepared: dict[int, tuple[Plan, Context, Prepared]] = {}
-
-        def prepare(att: Attempt) -> Prepared:
-            up = att.candidate.upstream
-            aplan = Plan(client, up.protocol)
-            actx = self._new_context()
-            body = encode_upstream_request(cr, aplan, actx, att.candidate.model)
-            key = att.key.value if att.key is not None else own_key
-            url = up.url if up.url is not None else origin
-            p = Prepared(url, outbound.endpoint_path(up.url, up.protocol), outbound.relayed_headers(client_headers, up.protocol, key), body)
-            prepared[att.number] = (aplan, actx, p)
-            return p
-
-        def commit(att: Attempt | None) -> None:
-            state.attempts = [o.as_dict() for o in attempts.outcomes]
-            if att is None:
-                return
-            aplan, actx, p = prepared[att.number]
-            state.plan, state.ctx, state.upstream_model = aplan, actx, att.candidate.model
-            if self.routed:
-                state.upstream_name = att.candidate.upstream.name
-            state.sent_request = (p.url, p.path, p.body)
-            job.clean_end = not aplan.identity
-
-        def error_answer(status: int, message: str, wait: float | None) -> Failure:
-            kind = ErrorKind.RATE_LIMIT if status == 429 else ErrorKind.TIMEOUT if status == 504 else ErrorKind.API_ERROR
-            info = ErrorInfo(kind=kind, message=message, status=status)
-            headers = [("content-type", JSON_CT)]
-            if wait is not None:
-                headers.append(("retry-after", str(max(1, math.ceil(wait)))))
-            return Failure(status, headers, orjson.dumps(get_codec(state.plan.upstream).encode_error(info)))
-
-        def on_stream_failure(message: str, timed_out: bool) -> None:
-            state.relay_failure = (message, timed_out)
-
-        attempts = Attempts(candidates, self.routing.pools, config.limits)
-        limits = config.limits
-        job = RelayJob(
-            flow.id,
-            attempts,
-            prepare,
-            commit,
-            error_answer,
-            on_stream_failure,
-            connect_timeout=limits.connect_timeout,
-            first_byte_timeout=limits.first_byte_timeout,
-            idle_timeout=float(self.idle_timeout),
-            insecure=bool(getattr(ctx.options, "ssl_insecure", False)),
-            clock=time.monotonic,
+        state = self._state(Plan(client, first.upstream.protocol), self._new_context(), cr, route, first)
+        exchange = RoutedExchange(flow, client, cr, state, self._new_context, self.routed)
+        job = exchange.make_job(
+            Attempts(candidates, self.routing.pools, config.limits),
+            config.limits,
+            float(self.idle_timeout),
+            bool(getattr(ctx.options, "ssl_insecure", False)),
         )
         if not self.relay.port:
             self._reject(flow, client, _internal("Dragoman's relay is not running (failover needs mitmproxy running)"))
             return
         state.relay_token = self.relay.register(job)
         self.flows.put(flow.id, state)
+        req = flow.request
         for name in (*outbound.AUTH_HEADERS, "cookie"):
             req.headers.pop(name, None)
         req.scheme, req.host, req.port = "http", "127.0.0.1", self.relay.port
@@ -463,4 +408,3 @@ def _internal(message: str) -> ErrorInfo:
     return ErrorInfo(kind=ErrorKind.API_ERROR, message=message, status=500)
 
 
-assert DEFAULT_UPSTREAM  # the shorthand's upstream name (kept out of logs: see ``routed``)
