@@ -284,8 +284,10 @@ class Endpoints:
         """Forward to the route's first upstream when it speaks Anthropic and has a base URL; False: estimate."""
         model = body.get("model")
         router = routing.router
-        route = router.route(model) if isinstance(model, str) and router is not None else None
-        if route is None or router is None:
+        if not isinstance(model, str) or router is None:
+            return False
+        route = router.route(model)
+        if route is None:
             return False
         first = router.candidates(route, model)[0]
         up = first.upstream

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ruamel.yaml import YAML
-from ruamel.yaml import YAMLError
+from ruamel.yaml.error import YAMLError
 
 from dragoman.protocols import Protocol
 from dragoman.routing.keyspec import describe_key
