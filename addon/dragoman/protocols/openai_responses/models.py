@@ -202,7 +202,7 @@ StreamEventModel = Annotated[
     Discriminator(_event_tag),
 ]
 
-EVENT_ADAPTER: TypeAdapter[Any] = TypeAdapter(StreamEventModel)
+EVENT_ADAPTER: TypeAdapter[StreamEventModel] = TypeAdapter(StreamEventModel)
 REQUEST_ADAPTER: TypeAdapter[ResponsesRequest] = TypeAdapter(ResponsesRequest)
 RESPONSE_ADAPTER: TypeAdapter[ResponseObject] = TypeAdapter(ResponseObject)
 

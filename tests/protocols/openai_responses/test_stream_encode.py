@@ -1,11 +1,10 @@
-"""IR -> Responses: upstream requests, whole responses, errors and client SSE (checked with the openai SDK)."""
+"""IR events -> the client's Responses SSE (checked with the openai SDK), and Responses -> Responses
+through the translator over chunkings."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-import orjson
 import pytest
 
 from conftest import chunkings
@@ -27,66 +26,20 @@ from dragoman.ir.events import SignatureDelta
 from dragoman.ir.events import TextDelta
 from dragoman.ir.events import ThinkingDelta
 from dragoman.ir.events import ToolArgsDelta
-from dragoman.ir.request import Message
-from dragoman.ir.request import Reasoning
 from dragoman.ir.request import Request
-from dragoman.ir.request import TextPart
 from dragoman.ir.request import ThinkingPart
-from dragoman.ir.request import Tool
 from dragoman.ir.request import ToolCallPart
 from dragoman.ir.request import ToolResultPart
-from dragoman.ir.response import Response
 from dragoman.protocols.base import Context
 from dragoman.protocols.openai_responses import CODEC
-from dragoman.sse import SSEDecoder
 from dragoman.translate.stream import StreamTranslator
 
-DATA = Path(__file__).parent / "data"
-
-
-def client_ctx(body: dict) -> Context:
-    """The context a Responses client's request gives (as translate_request builds it)."""
-    return Context(request=CODEC.decode_request(body))
-
-
-def events_of(data: bytes) -> list[tuple[str | None, dict]]:
-    d = SSEDecoder()
-    return [(e.event, json.loads(e.data)) for e in d.feed(data) + d.close() if e.data != "[DONE]"]
-
-
-def check_sequence(data: bytes) -> list[dict]:
-    evs = events_of(data)
-    for n, (name, obj) in enumerate(evs):
-        assert name == obj["type"]
-        assert obj["sequence_number"] == n
-    assert b"[DONE]" not in data
-    return [o for _, o in evs]
-
-
-def sdk_final(data: bytes):
-    """Run the bytes through the official SDK's streaming accumulator; returns get_final_response()."""
-    openai = pytest.importorskip("openai")
-    httpx = pytest.importorskip("httpx2")
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=data)
-
-    client = openai.OpenAI(
-        api_key="sk-test",
-        base_url="http://test.invalid/v1",
-        http_client=httpx.Client(transport=httpx.MockTransport(handler)),
-    )
-    with client.responses.stream(model="m", input="hi") as stream:
-        for _ in stream:
-            pass
-        return stream.get_final_response()
-
-
-def encode_all(events: list, ctx: Context) -> bytes:
-    enc = CODEC.stream_encoder(ctx)
-    out = b"".join(enc.encode(e) for e in events)
-    return out + enc.close()
-
+from .helpers import DATA
+from .helpers import check_sequence
+from .helpers import client_ctx
+from .helpers import encode_all
+from .helpers import events_of
+from .helpers import sdk_final
 
 ANTHROPIC_LIKE = [
     MessageStart(id="msg_01ABC", model="claude-x", usage=Usage(input_tokens=10, cache_read_tokens=4)),
@@ -290,10 +243,10 @@ def test_encoder_order_errors():
         enc.encode(ToolArgsDelta(0, "x"))
 
 
-# ------------------------------------------------------------------ Responses -> Responses through the translator
-
 STREAMS = samples("openai-responses", stream=True)
+
 CODEX_STREAMS = sorted(DATA.glob("*.sse"))
+
 CASES = [(s.name, s.body) for s in STREAMS] + [(p.name, p.read_bytes()) for p in CODEX_STREAMS]
 
 
@@ -355,143 +308,3 @@ def test_responses_to_responses_stable_over_chunkings(name, body):
     assert got_enc == want_enc
     assert final.usage.input_tokens == src["usage"]["input_tokens"]
     assert final.usage.output_tokens == src["usage"]["output_tokens"]
-
-
-# ------------------------------------------------------------------ whole responses, errors, requests
-
-
-def _sdk_response_model():
-    return pytest.importorskip("openai.types.responses").Response
-
-
-def test_encode_response_validates_with_sdk_model():
-    SDKResponse = _sdk_response_model()  # noqa: N806
-    ctx = client_ctx(json.loads((DATA / "cx-patch-gpt-5.5.request.json").read_text()))
-    resp = Response(
-        id="msg_01",
-        model="claude",
-        content=[
-            ThinkingPart(text="hmm", signature="SIG"),
-            TextPart("done"),
-            ToolCallPart(id="toolu_1", name="exec_command", arguments='{"cmd":"ls"}'),
-            ToolCallPart(id="toolu_2", name="apply_patch", arguments='{"input":"*** Begin Patch\\n*** End Patch\\n"}'),
-        ],
-        stop_reason=StopReason.TOOL_USE,
-        usage=Usage(input_tokens=20, output_tokens=5, cache_read_tokens=10),
-        created=123,
-    )
-    body = CODEC.encode_response(resp, ctx)
-    model = SDKResponse.model_validate(body)
-    assert model.status == "completed" and model.output_text == "done"
-    assert [o.type for o in model.output] == ["reasoning", "message", "function_call", "custom_tool_call"]
-    assert model.output[3].input == "*** Begin Patch\n*** End Patch\n"
-    assert carry.unwrap_anthropic(model.output[0].encrypted_content)["sig"] == "SIG"
-    assert model.usage.total_tokens == 25 and model.usage.input_tokens_details.cached_tokens == 10
-    body = CODEC.encode_response(Response(id="r", model="m", stop_reason=StopReason.MAX_TOKENS), Context())
-    assert body["status"] == "incomplete" and body["incomplete_details"] == {"reason": "max_output_tokens"}
-
-
-def test_whole_response_round_trip_corpus():
-    SDKResponse = _sdk_response_model()  # noqa: N806
-    for s in samples("openai-responses", stream=False, ok=True):
-        body = orjson.loads(s.body)
-        ctx = Context(request=Request(model="m"))
-        out = CODEC.encode_response(CODEC.decode_response(body, ctx), ctx)
-        SDKResponse.model_validate(out)
-        assert [o["type"] for o in out["output"]] == [
-            o["type"]
-            for o in body["output"]
-            if o["type"] in ("message", "reasoning", "function_call", "custom_tool_call")
-        ]
-
-
-@pytest.mark.parametrize(
-    "kind,etype",
-    [
-        (ErrorKind.INVALID_REQUEST, "invalid_request_error"),
-        (ErrorKind.AUTHENTICATION, "authentication_error"),
-        (ErrorKind.PERMISSION, "permission_error"),
-        (ErrorKind.NOT_FOUND, "not_found_error"),
-        (ErrorKind.RATE_LIMIT, "rate_limit_error"),
-        (ErrorKind.API_ERROR, "server_error"),
-        (ErrorKind.OVERLOADED, "server_error"),
-    ],
-)
-def test_encode_error(kind, etype):
-    body = CODEC.encode_error(ErrorInfo(kind, "msg", code="c", param="p"))
-    assert body == {"error": {"message": "msg", "type": etype, "param": "p", "code": "c"}}
-
-
-def test_encode_request_from_anthropic_shaped_ir():
-    req = Request(
-        model="gpt-5",
-        system=[TextPart("sys a"), TextPart("sys b")],
-        messages=[
-            Message("user", [TextPart("q")]),
-            Message(
-                "assistant",
-                [
-                    ThinkingPart(text="t", signature="anthropic-sig"),
-                    ThinkingPart(text="s", encrypted_content="gAAA", item_id="rs_1", summary=True),
-                    TextPart("a"),
-                    ToolCallPart(id="toolu_1", name="f", arguments='{"a":1}'),
-                ],
-            ),
-            Message(
-                "user", [ToolResultPart("toolu_1", [TextPart("r1"), TextPart("r2")], is_error=True), TextPart("next")]
-            ),
-            Message("system", [TextPart("late")]),
-        ],
-        tools=[
-            Tool("f", "desc", {"type": "object"}),
-            Tool("web", kind="builtin", raw={"type": "web_search_20250305", "name": "web"}),
-        ],
-        reasoning=Reasoning(enabled=True, budget_tokens=5000),
-        max_tokens=300,
-        stop=["END"],
-        top_k=5,
-        stream=True,
-    )
-    ctx = Context(request=req)
-    body = CODEC.encode_request(req, ctx)
-    assert body["instructions"] == "sys a\n\nsys b"
-    assert [it["type"] for it in body["input"]] == [
-        "message",
-        "reasoning",
-        "message",
-        "function_call",
-        "function_call_output",
-        "message",
-        "message",
-    ]
-    assert body["input"][1] == {
-        "type": "reasoning",
-        "id": "rs_1",
-        "summary": [{"type": "summary_text", "text": "s"}],
-        "encrypted_content": "gAAA",
-    }
-    assert body["input"][2]["content"] == [{"type": "output_text", "text": "a", "annotations": []}]
-    assert body["input"][4] == {"type": "function_call_output", "call_id": "toolu_1", "output": "r1r2"}
-    assert body["input"][6]["role"] == "developer"
-    assert body["tools"] == [
-        {"type": "function", "name": "f", "parameters": {"type": "object"}, "strict": False, "description": "desc"}
-    ]
-    assert body["reasoning"] == {"effort": "medium", "summary": "auto"} and body["include"] == [
-        "reasoning.encrypted_content"
-    ]
-    assert body["store"] is False and body["max_output_tokens"] == 300 and body["stream"] is True
-    assert {"thinking", "tools.web", "stop_sequences", "top_k", "tool_result.is_error"} <= set(ctx.dropped.fields)
-
-
-def test_snapshot_chunks_are_compacted():
-    """The text kept for the final snapshot is joined every 256 pieces: memory follows the text, not
-    the number of deltas (issue 6)."""
-    from dragoman.ir.events import BlockKind as _BK
-    from dragoman.protocols.openai_responses.encode import _Out
-
-    b = _Out(_BK.TEXT, 0, "msg_1")
-    pieces = [f"w{i} " for i in range(20_000)]
-    for p in pieces:
-        b.keep(p)
-    assert len(b.chunks) <= 20_000 // 256 + 256
-    assert "".join(b.chunks) == "".join(pieces)

@@ -1,0 +1,230 @@
+"""The output items of the Responses stream encoder: their state and their framing on the wire.
+
+``OutItem`` is one output item being streamed (one per IR block); ``ItemFraming`` (the base of
+``ResponsesStreamEncoder``) numbers events (``sequence_number``) and writes an item's opening events
+(``output_item.added`` ...), its delta events (from a prefix built once per item: the hot path) and its
+closing events (``*.done`` ... ``output_item.done``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from dragoman.ir import carry
+from dragoman.ir.events import BlockKind
+from dragoman.protocols.base import Context
+from dragoman.protocols.openai_responses.response_encode import call_item
+from dragoman.protocols.openai_responses.response_encode import message_item
+from dragoman.protocols.openai_responses.response_encode import reasoning_item
+from dragoman.protocols.openai_responses.response_encode import refusal_part
+from dragoman.protocols.openai_responses.response_encode import text_part
+from dragoman.protocols.openai_responses.response_encode import thinking_enc
+from dragoman.protocols.openai_responses.response_encode import unwrap_custom_input
+from dragoman.sse import encode_json
+
+_COMPACT = 256
+_dumps = orjson.dumps
+
+
+class OutItem:
+    """One output item being streamed. ``chunks`` holds the text/arguments so far (the snapshot)."""
+
+    __slots__ = (
+        "kind",
+        "output_index",
+        "item_id",
+        "call_id",
+        "name",
+        "namespace",
+        "custom",
+        "unwrap",
+        "chunks",
+        "limit",
+        "prefix",
+        "signature",
+        "enc",
+        "redacted",
+        "summary_started",
+        "open",
+    )
+
+    def __init__(self, kind: BlockKind, output_index: int, item_id: str) -> None:
+        self.kind = kind
+        self.output_index = output_index
+        self.item_id = item_id
+        self.call_id = ""
+        self.name = ""
+        self.namespace: str | None = None
+        self.custom = False  # emitted as custom_tool_call
+        self.unwrap = False  # a custom tool offered as a function: unwrap ``{"input": ...}`` at stop
+        self.chunks: list[str] = []
+        #: ``chunks`` is compacted when it reaches this length (see ``keep``)
+        self.limit = _COMPACT
+        #: the bytes of this item's delta event up to the delta value (built on first use)
+        self.prefix: bytes | None = None
+        self.signature: str | None = None
+        self.enc: str | None = None
+        self.redacted: str | None = None
+        self.summary_started = False
+        self.open = True
+
+    def keep(self, text: str) -> None:
+        """Append to the snapshot; every ``_COMPACT`` small pieces are joined into one, so memory is
+        proportional to the text, not to the number of deltas."""
+        chunks = self.chunks
+        chunks.append(text)
+        if len(chunks) >= self.limit:
+            start = self.limit - _COMPACT
+            chunks[start:] = ["".join(chunks[start:])]
+            self.limit = start + 1 + _COMPACT
+
+
+class ItemFraming:
+    """Event numbering and the wire events of one output item's life."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self._seq = 0
+        #: the final items by output_index (None until the item is done), for the terminal response object
+        self._output: list[dict[str, Any] | None] = []
+
+    def _delta_ev(self, b: OutItem, etype: str, index_field: bytes, delta: str, tail: bytes) -> bytes:
+        """== ``self._ev(etype, {"item_id", "output_index", [index_field: 0,] "delta", ...})`` from a
+        prefix built once per item (the hot path: one orjson call and one int format per event)."""
+        prefix = b.prefix
+        if prefix is None:
+            prefix = b.prefix = (
+                b"event: "
+                + etype.encode()
+                + b'\ndata: {"item_id":'
+                + _dumps(b.item_id)
+                + b',"output_index":%d,' % b.output_index
+                + index_field
+                + b'"delta":'
+            )
+        seq = self._seq
+        self._seq = seq + 1
+        return prefix + _dumps(delta) + tail + b'"type":"' + etype.encode() + b'","sequence_number":%d}\n\n' % seq
+
+    def _ev(self, etype: str, payload: dict[str, Any]) -> bytes:
+        payload["type"] = etype
+        payload["sequence_number"] = self._seq
+        self._seq += 1
+        return encode_json(etype, payload)
+
+    # ---------------------------------------------------------- opening
+
+    def _item_added(self, b: OutItem) -> bytes:
+        oi = b.output_index
+        kind = b.kind
+        if kind is BlockKind.TEXT or kind is BlockKind.REFUSAL:
+            part = text_part("") if kind is BlockKind.TEXT else refusal_part("")
+            added = message_item(b.item_id, part, "in_progress")
+            added["content"] = []
+            return self._ev("response.output_item.added", {"output_index": oi, "item": added}) + self._ev(
+                "response.content_part.added",
+                {"item_id": b.item_id, "output_index": oi, "content_index": 0, "part": part},
+            )
+        if kind is BlockKind.THINKING or kind is BlockKind.REDACTED_THINKING:
+            return self._ev(
+                "response.output_item.added",
+                {"output_index": oi, "item": {"id": b.item_id, "type": "reasoning", "summary": []}},
+            )
+        item = call_item(b.item_id, b.call_id, b.name, "", custom=b.custom, namespace=b.namespace, status="in_progress")
+        return self._ev("response.output_item.added", {"output_index": oi, "item": item})
+
+    def _summary_part_added(self, b: OutItem) -> bytes:
+        b.summary_started = True
+        return self._ev(
+            "response.reasoning_summary_part.added",
+            {
+                "item_id": b.item_id,
+                "output_index": b.output_index,
+                "summary_index": 0,
+                "part": {"type": "summary_text", "text": ""},
+            },
+        )
+
+    # ---------------------------------------------------------- closing
+
+    def _block_stop(self, b: OutItem, status: str = "completed") -> bytes:
+        """Close one output item. status is incomplete when an error cuts the item short."""
+        b.open = False
+        value = "".join(b.chunks)
+        b.chunks = [value]
+        if b.kind is BlockKind.TEXT or b.kind is BlockKind.REFUSAL:
+            out, item = self._message_done(b, value, status)
+        elif b.kind is BlockKind.THINKING or b.kind is BlockKind.REDACTED_THINKING:
+            out, item = self._reasoning_done(b, value)
+        else:
+            out, item = self._call_done(b, value, status)
+        self._output[b.output_index] = item
+        return out + self._ev("response.output_item.done", {"output_index": b.output_index, "item": item})
+
+    def _message_done(self, b: OutItem, value: str, status: str) -> tuple[bytes, dict[str, Any]]:
+        oi = b.output_index
+        if b.kind is BlockKind.TEXT:
+            part = text_part(value)
+            out = self._ev(
+                "response.output_text.done",
+                {"item_id": b.item_id, "output_index": oi, "content_index": 0, "text": value, "logprobs": []},
+            )
+        else:
+            part = refusal_part(value)
+            out = self._ev(
+                "response.refusal.done",
+                {"item_id": b.item_id, "output_index": oi, "content_index": 0, "refusal": value},
+            )
+        out += self._ev(
+            "response.content_part.done",
+            {"item_id": b.item_id, "output_index": oi, "content_index": 0, "part": part},
+        )
+        return out, message_item(b.item_id, part, status)
+
+    def _reasoning_done(self, b: OutItem, value: str) -> tuple[bytes, dict[str, Any]]:
+        oi = b.output_index
+        out = b""
+        if b.summary_started:
+            out += self._ev(
+                "response.reasoning_summary_text.done",
+                {"item_id": b.item_id, "output_index": oi, "summary_index": 0, "text": value},
+            )
+            out += self._ev(
+                "response.reasoning_summary_part.done",
+                {
+                    "item_id": b.item_id,
+                    "output_index": oi,
+                    "summary_index": 0,
+                    "part": {"type": "summary_text", "text": value},
+                },
+            )
+        if b.kind is BlockKind.REDACTED_THINKING:
+            enc = carry.wrap_anthropic(None, "", b.redacted or "")
+        else:
+            enc = thinking_enc(b.signature, b.enc, value, None)
+        return out, reasoning_item(b.item_id, value, enc)
+
+    def _call_done(self, b: OutItem, value: str, status: str) -> tuple[bytes, dict[str, Any]]:
+        oi = b.output_index
+        out = b""
+        if b.unwrap:
+            value = unwrap_custom_input(value)
+            b.chunks = [value]
+            if value:
+                out += self._ev(
+                    "response.custom_tool_call_input.delta",
+                    {"item_id": b.item_id, "output_index": oi, "delta": value},
+                )
+        if b.custom:
+            out += self._ev(
+                "response.custom_tool_call_input.done", {"item_id": b.item_id, "output_index": oi, "input": value}
+            )
+        else:
+            out += self._ev(
+                "response.function_call_arguments.done",
+                {"item_id": b.item_id, "output_index": oi, "name": b.name, "arguments": value},
+            )
+        item = call_item(b.item_id, b.call_id, b.name, value, custom=b.custom, namespace=b.namespace, status=status)
+        return out, item
