@@ -7,6 +7,7 @@ replay         exec mitmdump replaying a recording (reverse mode to a dead local
 record         exec mitmdump as ``run`` does, recording every exchange under DIR/<session>/
 fake-upstream  the scriptable fake LLM upstream alone (see ``dragoman.fake_upstream``)
 env            the environment lines for a client (proxy, CA path) - see ``dragoman.env``
+usage          the usage ledger as a table or JSON - see ``dragoman.ledger.report``
 """
 
 from __future__ import annotations
@@ -377,6 +378,9 @@ def main(argv: list[str] | None = None) -> int:
     envp.add_argument("--format", choices=("sh", "dotenv"), default="sh", help="sh (export lines) or dotenv")
     envp.add_argument("--reverse", action="store_true", help="reverse mode: base-URL variables, no CA")
     envp.set_defaults(func=_cmd_env)
+    from dragoman.ledger import report as usage_report
+
+    usage_report.add_parser(sub)
     fake = sub.add_parser("fake-upstream", help="run the fake upstream alone (see --help after it)", add_help=False)
     fake.set_defaults(func=_cmd_fake)
     argv = list(sys.argv[1:] if argv is None else argv)

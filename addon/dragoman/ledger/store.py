@@ -1,0 +1,571 @@
+"""Where usage records go: ``open_ledger(spec)`` gives a ``Ledger`` backed by SQLite (default, one file per
+machine) or Redis (shared by several Dragoman processes).
+
+``Ledger.add`` runs on mitmproxy's event loop, so it only puts the record on a bounded in-memory queue
+(a few microseconds, ``make bench-ledger``); one background thread per ledger writes the queue in
+batches. When the queue is full (the store is down or too slow) records are dropped, counted and logged
+once; ``add`` never raises. Only names are stored: a record holds no key, and ``describe`` masks a
+password in a Redis URL.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import logging
+import os
+import queue
+import sqlite3
+import threading
+import time
+from abc import ABC
+from abc import abstractmethod
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from typing import ClassVar
+from urllib.parse import urlsplit
+from urllib.parse import urlunsplit
+
+from dragoman.ledger.record import DEFAULT_GROUP_BY
+from dragoman.ledger.record import METRICS
+from dragoman.ledger.record import Row
+from dragoman.ledger.record import UsageRecord
+from dragoman.ledger.record import check_group_by
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_LEDGER = "~/.dragoman/usage.sqlite3"
+MAX_QUEUE = 10_000  # records waiting for the writer (~2 MB at most), beyond which add() drops
+BATCH = 500  # records per write transaction
+MAX_TEXT = 200  # names longer than this are cut (a client can send any model name)
+_TEXT_FIELDS = ("client", "route", "upstream", "model", "client_model")
+
+
+class LedgerError(Exception):
+    """The ledger cannot be opened or read. The message is safe to show (no password)."""
+
+
+class LedgerMissing(LedgerError):
+    """A read-only open found no ledger there (nothing was ever recorded)."""
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerStats:
+    written: int  # records stored
+    dropped: int  # records add() refused: queue full, or the ledger closed
+    failed: int  # records the store refused (write errors, malformed records)
+    pending: int  # records waiting in the queue
+
+
+class Ledger(ABC):
+    """Usage records in, summaries out. ``add`` is cheap and never raises; ``close`` flushes."""
+
+    # how exactly summary(since=...) cuts: "exact" (per record) or "day" (from the start of since's UTC day)
+    since_granularity: ClassVar[str] = "exact"
+
+    @abstractmethod
+    def add(self, rec: UsageRecord) -> None:
+        """Count ``rec``. Never blocks for long and never raises (failures are logged and counted)."""
+
+    @abstractmethod
+    def summary(self, since: float | None = None, group_by: tuple[str, ...] = DEFAULT_GROUP_BY) -> list[Row]:
+        """Per group (sorted by the group's values), the counters of the records at or after ``since`` (epoch
+        seconds; ``None`` = all). Records added before the call are included. Raises ``LedgerError``."""
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until every record added so far is written (or failed). False on timeout."""
+        return True
+
+    def effective_since(self, since: float | None) -> float | None:
+        """The cut ``summary(since)`` really applies: ``since`` itself, or the start of its UTC day."""
+        if since is None or self.since_granularity == "exact":
+            return since
+        return since - since % 86400
+
+    @abstractmethod
+    def close(self) -> None:
+        """Write what is queued, then release the store. Idempotent; ``add`` after it drops."""
+
+    @abstractmethod
+    def stats(self) -> LedgerStats: ...
+
+    @abstractmethod
+    def describe(self) -> str:
+        """Where the ledger is, fit to print (a Redis password masked)."""
+
+    def __enter__(self) -> Ledger:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+_STOP = object()
+
+
+class QueuedLedger(Ledger):
+    """The shared machinery: a bounded queue filled by ``add`` and one writer thread calling ``_write``."""
+
+    def __init__(self, *, start: bool, max_queue: int = MAX_QUEUE, batch: int = BATCH) -> None:
+        if max_queue < 1 or batch < 1:
+            raise ValueError("max_queue and batch must be >= 1")
+        self._q: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._max = max_queue
+        self._batch = batch
+        self._lock = threading.Lock()
+        self._closed = not start
+        self._written = self._dropped = self._failed = 0
+        self._drop_logged = False
+        self._failing = False
+        self._thread: threading.Thread | None = None
+        if start:
+            self._thread = threading.Thread(target=self._run, name="dragoman-ledger", daemon=True)
+            self._thread.start()
+            atexit.register(self.close)
+
+    # -- the calling thread (mitmproxy's event loop)
+
+    def add(self, rec: UsageRecord) -> None:
+        try:
+            if self._closed:
+                self._drop("the ledger is closed")
+            elif self._q.qsize() >= self._max:
+                self._drop(f"its queue is full ({self._max} records wait for {self.describe()})")
+            else:
+                self._q.put(rec)
+        except Exception:  # add() must never raise into the addon
+            logger.exception("usage ledger: cannot queue a record")
+            with self._lock:
+                self._failed += 1
+
+    def _drop(self, why: str) -> None:
+        with self._lock:
+            self._dropped += 1
+            if self._drop_logged:
+                return
+            self._drop_logged = True
+        logger.warning("usage ledger: dropping usage records because %s; the dropped ones are counted", why)
+
+    def flush(self, timeout: float | None = None) -> bool:
+        t = self._thread
+        if t is None or not t.is_alive():
+            return True
+        done = threading.Event()
+        self._q.put(done)
+        return done.wait(timeout)
+
+    def summary(self, since: float | None = None, group_by: tuple[str, ...] = DEFAULT_GROUP_BY) -> list[Row]:
+        group_by = check_group_by(group_by)
+        if not self.flush(timeout=10):
+            logger.warning("usage ledger: the writer is slow; the summary may miss the latest records")
+        try:
+            rows = self._summary(since, group_by)
+        except LedgerError:
+            raise
+        except Exception as e:
+            raise LedgerError(f"cannot read the usage ledger {self.describe()}: {e}") from e
+        return sorted(rows, key=lambda r: tuple(r.group.values()))
+
+    def close(self, timeout: float = 10.0) -> None:
+        with self._lock:
+            if self._closed and (self._thread is None or not self._thread.is_alive()):
+                self._closed = True
+                return
+            self._closed = True
+        atexit.unregister(self.close)
+        if self._thread is not None:
+            self._q.put(_STOP)
+            self._thread.join(timeout)
+            if self._thread.is_alive():
+                logger.warning("usage ledger %s: the writer did not finish within %.0f s", self.describe(), timeout)
+                return
+        lost = 0  # added while closing, after the writer's last look
+        while True:
+            try:
+                item = self._q.get_nowait()
+            except queue.Empty:
+                break
+            if isinstance(item, threading.Event):
+                item.set()
+            elif item is not _STOP:
+                lost += 1
+        with self._lock:
+            self._dropped += lost
+            dropped = self._dropped
+        if dropped or self._failed:
+            logger.warning(
+                "usage ledger %s: %d records dropped and %d failed in this run", self.describe(), dropped, self._failed
+            )
+
+    def stats(self) -> LedgerStats:
+        with self._lock:
+            return LedgerStats(self._written, self._dropped, self._failed, self._q.qsize())
+
+    # -- the writer thread
+
+    def _run(self) -> None:
+        try:
+            self._open_writer()
+        except Exception as e:
+            logger.error("usage ledger %s: cannot open for writing: %s; usage is not recorded", self.describe(), e)
+            self._failing = True
+        stop = False
+        while not stop:
+            batch: list[UsageRecord] = []
+            events: list[threading.Event] = []
+            item = self._q.get()
+            while True:
+                if item is _STOP:
+                    stop = True
+                elif isinstance(item, threading.Event):
+                    events.append(item)
+                else:
+                    batch.append(item)
+                if len(batch) >= self._batch and not stop:
+                    break
+                try:
+                    item = self._q.get_nowait()
+                except queue.Empty:
+                    break
+            for i in range(0, len(batch), self._batch):
+                self._write_safely(batch[i : i + self._batch])
+            for ev in events:
+                ev.set()
+        try:
+            self._close_writer()
+        except Exception as e:
+            logger.debug("usage ledger %s: close: %s", self.describe(), e)
+
+    def _write_safely(self, batch: list[UsageRecord]) -> None:
+        good: list[UsageRecord] = []
+        for rec in batch:
+            if isinstance(rec, UsageRecord):
+                good.append(rec)
+            else:
+                with self._lock:
+                    self._failed += 1
+                logger.error("usage ledger: not a UsageRecord: %s", type(rec).__name__)
+        if not good:
+            return
+        try:
+            self._write(good)
+        except Exception as e:
+            with self._lock:
+                self._failed += len(good)
+            if not self._failing:
+                self._failing = True
+                logger.warning("usage ledger %s: cannot write %d records: %s", self.describe(), len(good), e)
+            else:
+                logger.debug("usage ledger %s: cannot write %d records: %s", self.describe(), len(good), e)
+            return
+        with self._lock:
+            self._written += len(good)
+        if self._failing:
+            self._failing = False
+            logger.warning("usage ledger %s: writing again (%d records failed so far)", self.describe(), self._failed)
+
+    # -- what a backend provides
+
+    def _open_writer(self) -> None:
+        """Runs first on the writer thread (e.g. to open a thread-bound connection)."""
+
+    def _close_writer(self) -> None:
+        """Runs last on the writer thread."""
+
+    @abstractmethod
+    def _write(self, batch: list[UsageRecord]) -> None:
+        """Store ``batch`` all or nothing (called on the writer thread; raising counts the batch failed)."""
+
+    @abstractmethod
+    def _summary(self, since: float | None, group_by: tuple[str, ...]) -> list[Row]: ...
+
+
+def _text(value: object) -> str:
+    s = str(value)
+    return s if len(s) <= MAX_TEXT else s[:MAX_TEXT]
+
+
+def utc_day(ts: float) -> str:
+    return time.strftime("%Y-%m-%d", time.gmtime(ts))
+
+
+# -- SQLite
+
+_SCHEMA_VERSION = 1
+_COLUMNS = (
+    "ts",
+    "client",
+    "route",
+    "upstream",
+    "model",
+    "client_model",
+    "status",
+    "error",
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "estimated",
+    "stream",
+    "attempts",
+)
+_CREATE = f"""
+CREATE TABLE IF NOT EXISTS usage (
+    ts REAL NOT NULL,
+    {", ".join(f"{c} TEXT NOT NULL" for c in _TEXT_FIELDS)},
+    {", ".join(f"{c} INTEGER NOT NULL" for c in _COLUMNS[6:])}
+);
+CREATE INDEX IF NOT EXISTS usage_ts ON usage (ts);
+"""
+_INSERT = f"INSERT INTO usage ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})"
+_SQL_GROUP = {
+    "client": "client",
+    "route": "route",
+    "upstream": "upstream",
+    "model": "model",
+    "client_model": "client_model",
+    "day": "strftime('%Y-%m-%d', ts, 'unixepoch')",
+}
+_SQL_METRICS = (
+    "COUNT(*)",
+    "SUM(error)",
+    "SUM(input_tokens)",
+    "SUM(output_tokens)",
+    "SUM(cache_read_tokens)",
+    "SUM(cache_write_tokens)",
+    "SUM(estimated)",
+)
+
+
+def _sqlite_row(r: UsageRecord) -> tuple[Any, ...]:
+    return (
+        float(r.ts),
+        _text(r.client),
+        _text(r.route),
+        _text(r.upstream),
+        _text(r.model),
+        _text(r.client_model),
+        int(r.status),
+        int(bool(r.error)),
+        int(r.input_tokens),
+        int(r.output_tokens),
+        int(r.cache_read_tokens),
+        int(r.cache_write_tokens),
+        int(bool(r.estimated)),
+        int(bool(r.stream)),
+        int(r.attempts),
+    )
+
+
+class SQLiteLedger(QueuedLedger):
+    """One row per request in a SQLite file (WAL mode, so ``usage`` reads while Dragoman writes, and several
+    processes on one machine can share the file). ``readonly`` opens an existing file for summaries only
+    (``LedgerMissing`` when there is none) and starts no writer."""
+
+    def __init__(
+        self, path: str | os.PathLike[str], *, readonly: bool = False, max_queue: int = MAX_QUEUE, batch: int = BATCH
+    ) -> None:
+        self.path = Path(path).expanduser()
+        self._conn: sqlite3.Connection | None = None
+        if readonly:
+            if not self.path.is_file():
+                raise LedgerMissing(f"no usage ledger at {self.path}")
+        else:
+            try:
+                self._create()
+            except (OSError, sqlite3.Error) as e:
+                raise LedgerError(f"cannot open the usage ledger {self.path}: {e}") from e
+        super().__init__(start=not readonly, max_queue=max_queue, batch=batch)
+
+    def describe(self) -> str:
+        return str(self.path)
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, timeout=10)
+        conn.execute("PRAGMA busy_timeout = 10000")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        return conn
+
+    def _create(self) -> None:
+        """Create the file and schema on the calling thread, so a bad path fails at configure time."""
+        parent = self.path.parent
+        if not parent.exists():
+            parent.mkdir(mode=0o700, parents=True)
+        conn = self._connect()
+        try:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version > _SCHEMA_VERSION:
+                raise LedgerError(
+                    f"the usage ledger {self.path} has schema version {version}, newer than this Dragoman's "
+                    f"({_SCHEMA_VERSION}): upgrade Dragoman or use another ledger file"
+                )
+            conn.execute("PRAGMA journal_mode = WAL")
+            with conn:
+                conn.executescript(_CREATE)
+                conn.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
+        finally:
+            conn.close()
+
+    def _open_writer(self) -> None:
+        self._conn = self._connect()
+
+    def _close_writer(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def _write(self, batch: list[UsageRecord]) -> None:
+        rows = [_sqlite_row(r) for r in batch]
+        if self._conn is None:
+            raise LedgerError("not open")
+        with self._conn:
+            self._conn.executemany(_INSERT, rows)
+
+    def _summary(self, since: float | None, group_by: tuple[str, ...]) -> list[Row]:
+        if not self.path.is_file():
+            raise LedgerMissing(f"no usage ledger at {self.path}")
+        conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, timeout=10)
+        try:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version != _SCHEMA_VERSION:
+                raise LedgerError(
+                    f"{self.path} is not a usage ledger this Dragoman reads (schema version {version}, "
+                    f"expected {_SCHEMA_VERSION})"
+                )
+            keys = ", ".join(_SQL_GROUP[c] for c in group_by)
+            sql = f"SELECT {keys + ', ' if keys else ''}{', '.join(_SQL_METRICS)} FROM usage WHERE ts >= ?"
+            if keys:
+                sql += f" GROUP BY {keys}"
+            result = conn.execute(sql, (float("-inf") if since is None else since,)).fetchall()
+        finally:
+            conn.close()
+        n = len(group_by)
+        rows = []
+        for values in result:
+            counters = [int(v or 0) for v in values[n:]]
+            if counters[0]:
+                rows.append(Row(dict(zip(group_by, map(str, values[:n]))), *counters))
+        return rows
+
+
+# -- Redis
+
+_REDIS_DIMS = ("client", "route", "upstream", "model", "client_model")
+
+
+class RedisLedger(QueuedLedger):
+    """Counters in Redis, shared by every Dragoman pointed at the same server. Per UTC day and per
+    (client, route, upstream, model, client_model) one hash ``PREFIX:DAY:GROUP`` is HINCRBY'd; the sets
+    ``PREFIX:days`` and ``PREFIX:groups:DAY`` index them, so a summary reads one hash per group and day.
+    ``since`` is therefore rounded down to the start of its UTC day (``since_granularity = "day"``)."""
+
+    since_granularity: ClassVar[str] = "day"
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        prefix: str = "dragoman:usage",
+        readonly: bool = False,
+        max_queue: int = MAX_QUEUE,
+        batch: int = BATCH,
+    ) -> None:
+        try:
+            import redis
+        except ImportError:
+            raise LedgerError(
+                "a Redis usage ledger needs the redis package: pip install 'dragoman[ledger-redis]'"
+            ) from None
+        self.url = url
+        self.prefix = prefix
+        try:
+            self._client = redis.Redis.from_url(
+                url, decode_responses=True, socket_timeout=5, socket_connect_timeout=5
+            )
+            self._client.ping()
+        except Exception as e:
+            raise LedgerError(f"cannot reach the usage ledger {self.describe()}: {e}") from e
+        super().__init__(start=not readonly, max_queue=max_queue, batch=batch)
+
+    def describe(self) -> str:
+        return redact_url(self.url)
+
+    def _close_writer(self) -> None:
+        self._client.close()
+
+    def _write(self, batch: list[UsageRecord]) -> None:
+        sums: dict[tuple[str, str], dict[str, int]] = {}
+        for r in batch:
+            group = json.dumps([_text(getattr(r, d)) for d in _REDIS_DIMS], ensure_ascii=False)
+            c = sums.setdefault((utc_day(float(r.ts)), group), dict.fromkeys(METRICS, 0))
+            c["requests"] += 1
+            c["errors"] += int(bool(r.error))
+            c["input_tokens"] += int(r.input_tokens)
+            c["output_tokens"] += int(r.output_tokens)
+            c["cache_read_tokens"] += int(r.cache_read_tokens)
+            c["cache_write_tokens"] += int(r.cache_write_tokens)
+            c["estimated"] += int(bool(r.estimated))
+        p = self.prefix
+        pipe = self._client.pipeline(transaction=True)
+        for (day, group), counters in sums.items():
+            pipe.sadd(f"{p}:days", day)
+            pipe.sadd(f"{p}:groups:{day}", group)
+            for metric, n in counters.items():
+                if n:
+                    pipe.hincrby(f"{p}:{day}:{group}", metric, n)
+        pipe.execute()
+
+    def _summary(self, since: float | None, group_by: tuple[str, ...]) -> list[Row]:
+        p = self.prefix
+        first = None if since is None else utc_day(since)
+        days = sorted(d for d in self._client.smembers(f"{p}:days") if first is None or d >= first)
+        pipe = self._client.pipeline(transaction=False)
+        for day in days:
+            pipe.smembers(f"{p}:groups:{day}")
+        keys = [(day, group) for day, groups in zip(days, pipe.execute()) for group in sorted(groups)]
+        pipe = self._client.pipeline(transaction=False)
+        for day, group in keys:
+            pipe.hgetall(f"{p}:{day}:{group}")
+        sums: dict[tuple[str, ...], dict[str, int]] = {}
+        for (day, group), counters in zip(keys, pipe.execute()):
+            dims = dict(zip(_REDIS_DIMS, json.loads(group)))
+            dims["day"] = day
+            key = tuple(dims[c] for c in group_by)
+            acc = sums.setdefault(key, dict.fromkeys(METRICS, 0))
+            for metric in METRICS:
+                acc[metric] += int(counters.get(metric, 0))
+        return [Row(dict(zip(group_by, key)), **c) for key, c in sums.items() if c["requests"]]
+
+
+def redact_url(url: str) -> str:
+    """``url`` with its password (if any) replaced by ``***``."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    user = parts.username or ""
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+
+
+def open_ledger(spec: str | None = None, *, readonly: bool = False, **options: Any) -> Ledger:
+    """The ledger ``spec`` names: a file path (``~`` expanded; default ``~/.dragoman/usage.sqlite3``),
+    ``sqlite://PATH`` (``sqlite:///var/lib/dragoman/usage.sqlite3``), or ``redis://``/``rediss://``/
+    ``unix://`` URL. ``options`` go to the backend (``max_queue``, ``batch``; ``prefix`` for Redis).
+    Raises ``LedgerError`` (``LedgerMissing`` for a read-only open of a missing file)."""
+    spec = (spec or "").strip() or DEFAULT_LEDGER
+    scheme = spec.partition("://")[0].lower() if "://" in spec else ""
+    if scheme in ("redis", "rediss", "unix"):
+        return RedisLedger(spec, readonly=readonly, **options)
+    if scheme == "sqlite":
+        path = spec[len("sqlite://") :]
+        if not path:
+            raise LedgerError(f"usage ledger {spec!r}: sqlite:// needs a path (sqlite:///path/usage.sqlite3)")
+        return SQLiteLedger(path, readonly=readonly, **options)
+    if scheme:
+        raise LedgerError(
+            f"usage ledger {redact_url(spec)!r}: unknown scheme {scheme}:// (a file path, sqlite://PATH or redis://...)"
+        )
+    return SQLiteLedger(spec, readonly=readonly, **options)
