@@ -13,6 +13,7 @@ from __future__ import annotations
 import atexit
 import json
 import logging
+import math
 import os
 import queue
 import sqlite3
@@ -116,7 +117,7 @@ class QueuedLedger(Ledger):
         self._lock = threading.Lock()
         self._closed = not start
         self._written = self._dropped = self._failed = 0
-        self._drop_logged = False
+        self._drop_logged = self._malformed_logged = False
         self._failing = False
         self._thread: threading.Thread | None = None
         if start:
@@ -129,9 +130,9 @@ class QueuedLedger(Ledger):
     def add(self, rec: UsageRecord) -> None:
         try:
             if self._closed:
-                self._drop("the ledger is closed")
+                self._drop(full=False)
             elif self._q.qsize() >= self._max:
-                self._drop(f"its queue is full ({self._max} records wait for {self.describe()})")
+                self._drop(full=True)
             else:
                 self._q.put(rec)
         except Exception:  # add() must never raise into the addon
@@ -139,13 +140,16 @@ class QueuedLedger(Ledger):
             with self._lock:
                 self._failed += 1
 
-    def _drop(self, why: str) -> None:
+    def _drop(self, full: bool) -> None:
         with self._lock:
             self._dropped += 1
             if self._drop_logged:
                 return
             self._drop_logged = True
-        logger.warning("usage ledger: dropping usage records because %s; the dropped ones are counted", why)
+        why = f"its queue is full ({self._max} records wait for the writer)" if full else "it is closed"
+        logger.warning(
+            "usage ledger %s: dropping usage records because %s; the dropped ones are counted", self.describe(), why
+        )
 
     def flush(self, timeout: float | None = None) -> bool:
         t = self._thread
@@ -240,12 +244,15 @@ class QueuedLedger(Ledger):
     def _write_safely(self, batch: list[UsageRecord]) -> None:
         good: list[UsageRecord] = []
         for rec in batch:
-            if isinstance(rec, UsageRecord):
-                good.append(rec)
-            else:
+            try:
+                good.append(normalize(rec))
+            except (TypeError, ValueError, OverflowError) as e:
                 with self._lock:
                     self._failed += 1
-                logger.error("usage ledger: not a UsageRecord: %s", type(rec).__name__)
+                    first = not self._malformed_logged
+                    self._malformed_logged = True
+                log = logger.error if first else logger.debug
+                log("usage ledger: a malformed usage record is not counted (the next are counted silently): %s", e)
         if not good:
             return
         try:
@@ -275,15 +282,54 @@ class QueuedLedger(Ledger):
 
     @abstractmethod
     def _write(self, batch: list[UsageRecord]) -> None:
-        """Store ``batch`` all or nothing (called on the writer thread; raising counts the batch failed)."""
+        """Store ``batch`` (normalized records) all or nothing, on the writer thread; raising counts the
+        batch failed."""
 
     @abstractmethod
     def _summary(self, since: float | None, group_by: tuple[str, ...]) -> list[Row]: ...
 
 
 def _text(value: object) -> str:
-    s = str(value)
-    return s if len(s) <= MAX_TEXT else s[:MAX_TEXT]
+    if not isinstance(value, str):
+        raise TypeError(f"expected a str, got {type(value).__name__}")
+    return value if len(value) <= MAX_TEXT else value[:MAX_TEXT]
+
+
+def _int(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"expected an int, got {type(value).__name__}")
+    return value
+
+
+def normalize(rec: object) -> UsageRecord:
+    """``rec`` checked field by field (names cut to ``MAX_TEXT`` characters, flags made bools).
+    Raises ``TypeError``/``ValueError`` for anything that is not a well-formed ``UsageRecord``."""
+    if not isinstance(rec, UsageRecord):
+        raise TypeError(f"not a UsageRecord: {type(rec).__name__}")
+    if isinstance(rec.ts, bool) or not isinstance(rec.ts, int | float):
+        raise TypeError(f"ts: expected a number, got {type(rec.ts).__name__}")
+    ts = float(rec.ts)
+    if not math.isfinite(ts):
+        raise ValueError(f"ts is not a finite time: {rec.ts!r}")
+    counts = [
+        _int(getattr(rec, f)) for f in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+    ]
+    if min(counts) < 0:
+        raise ValueError(f"negative token count: {counts}")
+    return UsageRecord(
+        ts,
+        _text(rec.client),
+        _text(rec.route),
+        _text(rec.upstream),
+        _text(rec.model),
+        _text(rec.client_model),
+        _int(rec.status),
+        bool(rec.error),
+        *counts,
+        bool(rec.estimated),
+        bool(rec.stream),
+        _int(rec.attempts),
+    )
 
 
 def utc_day(ts: float) -> str:
@@ -339,23 +385,7 @@ _SQL_METRICS = (
 
 
 def _sqlite_row(r: UsageRecord) -> tuple[Any, ...]:
-    return (
-        float(r.ts),
-        _text(r.client),
-        _text(r.route),
-        _text(r.upstream),
-        _text(r.model),
-        _text(r.client_model),
-        int(r.status),
-        int(bool(r.error)),
-        int(r.input_tokens),
-        int(r.output_tokens),
-        int(r.cache_read_tokens),
-        int(r.cache_write_tokens),
-        int(bool(r.estimated)),
-        int(bool(r.stream)),
-        int(r.attempts),
-    )
+    return tuple(int(v) if isinstance(v, bool) else v for v in (getattr(r, c) for c in _COLUMNS))
 
 
 class SQLiteLedger(QueuedLedger):
@@ -480,9 +510,7 @@ class RedisLedger(QueuedLedger):
         self.url = url
         self.prefix = prefix
         try:
-            self._client = redis.Redis.from_url(
-                url, decode_responses=True, socket_timeout=5, socket_connect_timeout=5
-            )
+            self._client = redis.Redis.from_url(url, decode_responses=True, socket_timeout=5, socket_connect_timeout=5)
             self._client.ping()
         except Exception as e:
             raise LedgerError(f"cannot reach the usage ledger {self.describe()}: {e}") from e
@@ -497,15 +525,15 @@ class RedisLedger(QueuedLedger):
     def _write(self, batch: list[UsageRecord]) -> None:
         sums: dict[tuple[str, str], dict[str, int]] = {}
         for r in batch:
-            group = json.dumps([_text(getattr(r, d)) for d in _REDIS_DIMS], ensure_ascii=False)
-            c = sums.setdefault((utc_day(float(r.ts)), group), dict.fromkeys(METRICS, 0))
+            group = json.dumps([getattr(r, d) for d in _REDIS_DIMS], ensure_ascii=False)
+            c = sums.setdefault((utc_day(r.ts), group), dict.fromkeys(METRICS, 0))
             c["requests"] += 1
-            c["errors"] += int(bool(r.error))
-            c["input_tokens"] += int(r.input_tokens)
-            c["output_tokens"] += int(r.output_tokens)
-            c["cache_read_tokens"] += int(r.cache_read_tokens)
-            c["cache_write_tokens"] += int(r.cache_write_tokens)
-            c["estimated"] += int(bool(r.estimated))
+            c["errors"] += r.error
+            c["input_tokens"] += r.input_tokens
+            c["output_tokens"] += r.output_tokens
+            c["cache_read_tokens"] += r.cache_read_tokens
+            c["cache_write_tokens"] += r.cache_write_tokens
+            c["estimated"] += r.estimated
         p = self.prefix
         pipe = self._client.pipeline(transaction=True)
         for (day, group), counters in sums.items():
