@@ -10,7 +10,7 @@ EXTRAS ?= test,clients,dev
 JOBS ?= 2
 PYTEST_ARGS ?=
 
-.PHONY: help install test test-unit test-e2e lint check coverage run bench bench-quick golden fuzz
+.PHONY: help install test test-unit test-e2e lint check coverage run bench bench-quick bench-ledger golden fuzz
 
 help:
 	@echo "make install   create $(VENV) with $(PY) and install Dragoman editable with [$(EXTRAS)]"
@@ -22,6 +22,7 @@ help:
 	@echo "make golden    regenerate tests/golden/ (every shipped recording x client protocol); review the diff"
 	@echo "make run       offline demo: fake openai-chat upstream + mitmdump on 127.0.0.1:8080"
 	@echo "make bench     performance benchmark (prints a table, writes bench/results/latest.json)"
+	@echo "make bench-ledger  cost of the usage ledger's add() on the calling thread (prints a table)"
 
 install:
 	@test -x $(PYTHON) || $(PY) -m venv $(VENV)
@@ -69,3 +70,7 @@ bench:  ## performance benchmark (issue 6): prints one table, writes bench/resul
 bench-quick:  ## smoke run of the benchmark (< 2 min)
 	@test -x $(PYTHON) || $(MAKE) install
 	$(PYTHON) bench/run.py --quick
+
+bench-ledger:  ## usage ledger (issue 15): add() cost on the calling thread, writer throughput
+	@test -x $(PYTHON) || $(MAKE) install
+	$(PYTHON) bench/ledger.py
