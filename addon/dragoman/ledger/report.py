@@ -101,7 +101,9 @@ def format_table(
     header = [_TITLES[c] for c in group_by] + [_TITLES[m] for m in METRICS]
     body = [[_cell(c, r.group[c]) for c in group_by] + [f"{v:,}" for v in r.counters().values()] for r in rows]
     tot = total(rows)
-    totals = (["total"] + [""] * (len(group_by) - 1) if group_by else []) + [f"{v:,}" for v in tot.counters().values()]
+    totals: list[str] | None = (["total"] + [""] * (len(group_by) - 1) if group_by else []) + [
+        f"{v:,}" for v in tot.counters().values()
+    ]
     if not group_by:
         header, body, totals = ["", *header], [["total", *body[0]]], None
     ntext = len(header) - len(METRICS)
@@ -143,9 +145,9 @@ def _by_arg(text: str) -> tuple[str, ...]:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
-def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     """Add ``usage`` to the ``python -m dragoman`` subcommands; its ``func`` is ``cmd_usage``."""
-    p = sub.add_parser(
+    p: argparse.ArgumentParser = sub.add_parser(
         "usage",
         help="print the usage ledger: requests, errors and tokens per client, upstream and model",
         description="Print what the usage ledger counted: requests, errors, input/output/cache tokens, and how "

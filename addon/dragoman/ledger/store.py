@@ -311,24 +311,24 @@ def normalize(rec: object) -> UsageRecord:
     ts = float(rec.ts)
     if not math.isfinite(ts):
         raise ValueError(f"ts is not a finite time: {rec.ts!r}")
-    counts = [
-        _int(getattr(rec, f)) for f in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
-    ]
-    if min(counts) < 0:
+    counts = {
+        f: _int(getattr(rec, f)) for f in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+    }
+    if min(counts.values()) < 0:
         raise ValueError(f"negative token count: {counts}")
     return UsageRecord(
-        ts,
-        _text(rec.client),
-        _text(rec.route),
-        _text(rec.upstream),
-        _text(rec.model),
-        _text(rec.client_model),
-        _int(rec.status),
-        bool(rec.error),
-        *counts,
-        bool(rec.estimated),
-        bool(rec.stream),
-        _int(rec.attempts),
+        ts=ts,
+        client=_text(rec.client),
+        route=_text(rec.route),
+        upstream=_text(rec.upstream),
+        model=_text(rec.model),
+        client_model=_text(rec.client_model),
+        status=_int(rec.status),
+        error=bool(rec.error),
+        estimated=bool(rec.estimated),
+        stream=bool(rec.stream),
+        attempts=_int(rec.attempts),
+        **counts,
     )
 
 
@@ -547,11 +547,11 @@ class RedisLedger(QueuedLedger):
     def _summary(self, since: float | None, group_by: tuple[str, ...]) -> list[Row]:
         p = self.prefix
         first = None if since is None else utc_day(since)
-        days = sorted(d for d in self._client.smembers(f"{p}:days") if first is None or d >= first)
+        days = sorted(d for d in _strs(self._client.smembers(f"{p}:days")) if first is None or d >= first)
         pipe = self._client.pipeline(transaction=False)
         for day in days:
             pipe.smembers(f"{p}:groups:{day}")
-        keys = [(day, group) for day, groups in zip(days, pipe.execute()) for group in sorted(groups)]
+        keys = [(day, group) for day, groups in zip(days, pipe.execute()) for group in sorted(_strs(groups))]
         pipe = self._client.pipeline(transaction=False)
         for day, group in keys:
             pipe.hgetall(f"{p}:{day}:{group}")
@@ -564,6 +564,11 @@ class RedisLedger(QueuedLedger):
             for metric in METRICS:
                 acc[metric] += int(counters.get(metric, 0))
         return [Row(dict(zip(group_by, key)), **c) for key, c in sums.items() if c["requests"]]
+
+
+def _strs(values: Any) -> list[str]:
+    """Redis replies as str (the client decodes them), typed loosely by redis-py."""
+    return [v if isinstance(v, str) else bytes(v).decode() for v in values]
 
 
 def redact_url(url: str) -> str:
