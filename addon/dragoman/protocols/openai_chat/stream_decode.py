@@ -1,0 +1,373 @@
+"""Chat SSE chunks -> IR stream events (``ChatStreamDecoder``).
+
+Chat has no block events: the decoder synthesizes block start/stop, as openai-python's
+``ChoiceEventState`` does. A text/thinking/refusal block closes when another kind starts; tool-call
+blocks stay open until ``finish_reason`` (arguments of parallel calls may interleave by index). The
+``MessageDelta`` is held after ``finish_reason`` until the usage chunk (``choices: []``) or ``[DONE]``.
+
+Chunks are read with ``orjson`` and plain dict access (no pydantic on the hot path, see ``models``):
+``feed`` handles the envelope and the plain text delta inline and hands every other delta to one
+method per item type (reasoning, content parts, refusal, tool calls).
+"""
+
+from __future__ import annotations
+
+import logging
+from enum import Enum
+from typing import Any
+
+import orjson
+
+from dragoman.errors import UpstreamProtocolError
+from dragoman.ir.common import StopReason
+from dragoman.ir.common import Usage
+from dragoman.ir.events import BlockKind
+from dragoman.ir.events import BlockStart
+from dragoman.ir.events import BlockStop
+from dragoman.ir.events import MessageDelta
+from dragoman.ir.events import MessageStart
+from dragoman.ir.events import MessageStop
+from dragoman.ir.events import StreamError
+from dragoman.ir.events import StreamEvent
+from dragoman.ir.events import TextDelta
+from dragoman.ir.events import ThinkingDelta
+from dragoman.ir.events import ToolArgsDelta
+from dragoman.ir.mapping import chat_stop
+from dragoman.protocols._checks import COMPACT_AT
+from dragoman.protocols._checks import ToolArgs
+from dragoman.protocols._custom_args import unwrap_custom_args
+from dragoman.protocols.base import Context
+from dragoman.protocols.base import StreamDecoder
+from dragoman.protocols.openai_chat.errors import error_info_from_object
+from dragoman.protocols.openai_chat.response import decode_usage
+from dragoman.protocols.openai_chat.response import mistral_thinking
+from dragoman.sse.events import SSEEvent
+
+logger = logging.getLogger(__name__)
+_loads = orjson.loads
+#: hot-path constants (one global lookup instead of a global plus an attribute per delta)
+_TEXT = BlockKind.TEXT
+_THINKING = BlockKind.THINKING
+
+
+class Phase(Enum):
+    WAITING = "waiting"  # no chunk yet
+    STREAMING = "streaming"  # MessageStart sent, no finish_reason yet
+    FINISHED = "finished"  # finish_reason seen, blocks closed, MessageDelta held for usage
+    DONE = "done"  # MessageDelta + MessageStop sent
+    ERROR = "error"  # an in-band error was returned; the rest is ignored
+
+
+_WAITING = Phase.WAITING
+_STREAMING = Phase.STREAMING
+_FINISHED = Phase.FINISHED
+_DONE = Phase.DONE
+_ERROR = Phase.ERROR
+
+
+class _Tool:
+    __slots__ = ("block", "custom", "args")
+
+    def __init__(self, block: int, custom: bool) -> None:
+        self.block = block
+        self.custom = custom
+        #: custom tools: buffered to unwrap {"input": ...}; function tools: ToolArgs' fragment list
+        self.args: list[str] = []
+
+
+class ChatStreamDecoder(StreamDecoder):
+    """Chat SSE chunks -> IR events. One instance per stream."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.done = False
+        self.phase = Phase.WAITING
+        self._next_block = 0
+        self._cur = -1  # the open text/thinking/refusal block, while _cur_kind is not None
+        self._cur_kind: BlockKind | None = None
+        self._tools: dict[int, _Tool] = {}  # Chat tool index -> block
+        self._stop: StopReason | None = None
+        self._usage: Usage | None = None
+        self._custom = ctx.custom_tools()
+        #: arguments of the open (non-custom) tool calls, checked as JSON at the finish_reason
+        self._args = ToolArgs()
+
+    # -- interface
+
+    def feed(self, ev: SSEEvent) -> list[StreamEvent]:
+        # one frame per event: the try costs nothing (zero-cost exceptions, CPython 3.11+)
+        try:
+            data = ev.data
+            if data[:6] == "[DONE]":
+                return self._on_done()
+            phase = self.phase
+            if phase is _DONE or phase is _ERROR:
+                logger.debug("Chat chunk after the end of the message ignored")
+                return []
+            try:
+                obj = _loads(data)
+            except orjson.JSONDecodeError as e:
+                return self._not_json(data, e)
+            if type(obj) is not dict:  # orjson builds exact dicts
+                raise UpstreamProtocolError(f"Chat stream chunk is not a JSON object in phase {self.phase.name}")
+            err = obj.get("error")
+            if err is not None or ev.event == "error":
+                return self._in_band_error(err if err is not None else obj)
+            out: list[StreamEvent] = []
+            if phase is _WAITING:
+                out.append(self._message_start(obj))
+                phase = _STREAMING
+            u = obj.get("usage")
+            if u is not None:
+                self._add_usage(u)
+            elif (xg := obj.get("x_groq")) is not None:
+                self._groq_usage(xg)
+            choices = obj.get("choices")
+            if phase is _FINISHED:
+                # after finish_reason: the usage chunk (choices: []) releases the held MessageDelta
+                if u is not None and not choices:
+                    out.extend(self._finish())
+                return out
+            if choices:
+                choice = choices[0]
+                if type(choice) is dict:
+                    delta = choice.get("delta")
+                    if delta:
+                        c = delta.get("content")
+                        # fast path: a plain text delta (optionally with the role), the bulk of every stream
+                        if c.__class__ is str and len(delta) == (2 if "role" in delta else 1):
+                            if c:
+                                idx = self._cur if self._cur_kind is _TEXT else self._switch(_TEXT, out)
+                                out.append(TextDelta(idx, c))
+                        else:
+                            self._delta(delta, c, out)
+                    fr = choice.get("finish_reason")
+                    if fr is not None:
+                        self._on_finish(fr, out)
+            return out
+        except (TypeError, AttributeError, KeyError, IndexError, ValueError) as e:
+            # the chunk is hand-parsed for speed: a field of the wrong JSON type lands here
+            raise UpstreamProtocolError(
+                f"malformed Chat stream chunk ({type(e).__name__}: {e}) in phase {self.phase.name}"
+            ) from e
+
+    def close(self) -> list[StreamEvent]:
+        phase = self.phase
+        if phase is Phase.DONE or phase is Phase.ERROR:
+            return []
+        if phase is Phase.FINISHED:  # some local servers never send [DONE]
+            return self._finish()
+        raise UpstreamProtocolError(f"Chat stream ended before finish_reason (in phase {phase.name})")
+
+    # -- the envelope
+
+    def _not_json(self, data: str, e: orjson.JSONDecodeError) -> list[StreamEvent]:
+        if not data.strip():
+            return []
+        raise UpstreamProtocolError(f"Chat stream chunk is not valid JSON ({e}) in phase {self.phase.name}") from e
+
+    def _in_band_error(self, err: Any) -> list[StreamEvent]:
+        self.phase = Phase.ERROR
+        self.done = True
+        return [StreamError(error_info_from_object(err, None))]
+
+    def _message_start(self, obj: dict[str, Any]) -> MessageStart:
+        self.phase = Phase.STREAMING
+        created = obj.get("created")
+        return MessageStart(
+            id=str(obj.get("id") or ""),
+            model=str(obj.get("model") or ""),
+            usage=None,
+            created=created if type(created) is int else None,  # not a bool
+        )
+
+    def _add_usage(self, u: Any) -> None:
+        usage = decode_usage(u)
+        if usage is not None:
+            self._usage = usage if self._usage is None else self._usage.merged(usage)
+
+    def _groq_usage(self, xg: Any) -> None:
+        """Groq sends the usage inside ``x_groq``."""
+        if isinstance(xg, dict) and isinstance(xg.get("usage"), dict):
+            self._add_usage(xg["usage"])
+
+    # -- blocks
+
+    def _new_block(self) -> int:
+        i = self._next_block
+        self._next_block = i + 1
+        return i
+
+    def _switch(self, kind: BlockKind, out: list[StreamEvent]) -> int:
+        """The open text/thinking/refusal block of ``kind``, closing another kind first."""
+        if self._cur_kind is kind:
+            return self._cur
+        if self._cur_kind is not None:
+            out.append(BlockStop(self._cur))
+        idx = self._new_block()
+        self._cur = idx
+        self._cur_kind = kind
+        out.append(BlockStart(idx, kind))
+        return idx
+
+    def _close_current(self, out: list[StreamEvent]) -> None:
+        if self._cur_kind is not None:
+            out.append(BlockStop(self._cur))
+            self._cur_kind = None
+
+    # -- deltas: one method per item type
+
+    def _delta(self, delta: dict[str, Any], c: Any, out: list[StreamEvent]) -> None:
+        """Every delta but a plain text one, its items in wire order (reasoning precedes text)."""
+        if c is None:
+            n = len(delta)
+            if n == 1 and (tcs := delta.get("tool_calls")):
+                # fast path: tool_calls only (what the general path does, minus five lookups)
+                for pos, tc in enumerate(tcs):
+                    self._tool_delta(tc, pos, out)
+                return
+            if n == 2 and "content" in delta and (r := delta.get("reasoning_content")).__class__ is str and r:
+                # fast path: {"content": null, "reasoning_content": "..."} (DeepSeek, vLLM)
+                idx = self._cur if self._cur_kind is _THINKING else self._switch(_THINKING, out)
+                out.append(ThinkingDelta(idx, r))
+                return
+        self._reasoning(delta, out)
+        if c:
+            self._content(c, out)
+        ref = delta.get("refusal")
+        if ref and isinstance(ref, str):
+            out.append(TextDelta(self._switch(BlockKind.REFUSAL, out), ref))
+        tcs = delta.get("tool_calls")
+        if tcs:
+            for pos, tc in enumerate(tcs):
+                self._tool_delta(tc, pos, out)
+        if delta.get("annotations"):
+            self.ctx.dropped.add("delta.annotations")
+
+    def _reasoning(self, delta: dict[str, Any], out: list[StreamEvent]) -> None:
+        """``reasoning_content`` (DeepSeek, vLLM), ``reasoning`` or ``reasoning_details`` (OpenRouter)."""
+        r = delta.get("reasoning_content")
+        if not r:
+            r = delta.get("reasoning")
+        if r and isinstance(r, str):
+            out.append(ThinkingDelta(self._switch(_THINKING, out), r))
+            return
+        rd = delta.get("reasoning_details")
+        if not rd or not isinstance(rd, list):
+            return
+        for d in rd:
+            if not isinstance(d, dict):
+                continue
+            t = d.get("type")
+            if t == "reasoning.text" and d.get("text"):
+                out.append(ThinkingDelta(self._switch(_THINKING, out), d["text"]))
+            elif t == "reasoning.summary" and d.get("summary"):
+                out.append(ThinkingDelta(self._switch(_THINKING, out), d["summary"], summary=True))
+            elif t == "reasoning.encrypted":
+                self.ctx.dropped.add("reasoning_details.encrypted")
+
+    def _content(self, c: Any, out: list[StreamEvent]) -> None:
+        """``content``: a string, or parts (text, Mistral ``thinking``)."""
+        if isinstance(c, str):
+            out.append(TextDelta(self._switch(_TEXT, out), c))
+            return
+        if not isinstance(c, list):
+            return
+        for p in c:
+            if not isinstance(p, dict):
+                continue
+            t = p.get("type")
+            if t == "text":
+                text = p.get("text")
+                if text:
+                    out.append(TextDelta(self._switch(_TEXT, out), text))
+            elif t == "thinking":
+                text = mistral_thinking(p.get("thinking"))
+                if text:
+                    out.append(ThinkingDelta(self._switch(_THINKING, out), text))
+            else:
+                self.ctx.dropped.add(f"delta.content.{t}")
+
+    def _tool_delta(self, tc: Any, pos: int, out: list[StreamEvent]) -> None:
+        if not isinstance(tc, dict):
+            raise UpstreamProtocolError(f"Chat tool_calls entry is not an object in phase {self.phase.name}")
+        key = tc.get("index")
+        if not isinstance(key, int):
+            key = pos  # some providers (Gemini's compat layer) omit the index
+        fn = tc.get("function") or {}
+        slot = self._tools.get(key)
+        if slot is None:
+            slot = self._tool_start(tc, key, fn.get("name"), out)
+        args = fn.get("arguments")
+        if args:
+            if type(args) is not str:  # an object or list here must never reach an encoder as a fragment
+                raise UpstreamProtocolError(
+                    f"Chat tool call index {key} arguments are not a string in phase {self.phase.name}"
+                )
+            frags = slot.args
+            frags.append(args)
+            if not slot.custom:
+                if len(frags) >= COMPACT_AT:  # as ToolArgs.add does
+                    frags[:] = ["".join(frags)]
+                out.append(ToolArgsDelta(slot.block, args))
+
+    def _tool_start(self, tc: dict[str, Any], key: int, name: Any, out: list[StreamEvent]) -> _Tool:
+        if not name or type(name) is not str:
+            raise UpstreamProtocolError(
+                f"Chat tool call index {key} started without function.name in phase {self.phase.name}"
+            )
+        tid = tc.get("id")
+        if tid is not None and type(tid) is not str:
+            raise UpstreamProtocolError(f"Chat tool call index {key} has a non-string id in phase {self.phase.name}")
+        self._close_current(out)
+        custom = name in self._custom
+        slot = _Tool(self._new_block(), custom)
+        self._tools[key] = slot
+        if not custom:  # the checker's fragment list, extended by _tool_delta without a call per fragment
+            slot.args = self._args.start(slot.block, name)
+        kind = BlockKind.CUSTOM_TOOL_CALL if custom else BlockKind.TOOL_CALL
+        out.append(BlockStart(slot.block, kind, tool_call_id=tid or f"call_{key}", name=name))
+        return slot
+
+    # -- the end
+
+    def _close_tools(self, out: list[StreamEvent]) -> None:
+        for slot in self._tools.values():
+            if slot.custom and slot.args:
+                out.append(ToolArgsDelta(slot.block, unwrap_custom_args("".join(slot.args))))
+            elif not slot.custom:
+                self._args.stop(slot.block)
+            out.append(BlockStop(slot.block))
+        self._tools.clear()
+
+    def _on_finish(self, fr: Any, out: list[StreamEvent]) -> None:
+        self._close_current(out)
+        self._close_tools(out)
+        self._stop = chat_stop(fr if isinstance(fr, str) else None)
+        # tool arguments that are not JSON are an upstream fault, unless "length" cut them off
+        self._args.check(self._stop)
+        self.phase = Phase.FINISHED
+
+    def _finish(self) -> list[StreamEvent]:
+        self.phase = Phase.DONE
+        self.done = True
+        return [MessageDelta(self._stop, self._usage), MessageStop()]
+
+    def _on_done(self) -> list[StreamEvent]:
+        phase = self.phase
+        if phase is Phase.DONE or phase is Phase.ERROR:
+            return []
+        if phase is Phase.FINISHED:
+            return self._finish()
+        if phase is Phase.WAITING:
+            raise UpstreamProtocolError("Chat stream sent [DONE] before any chunk")
+        # [DONE] without finish_reason: the upstream ended properly but omitted it; infer it
+        logger.debug("Chat stream [DONE] without finish_reason; inferring it")
+        out: list[StreamEvent] = []
+        had_tools = bool(self._tools)
+        self._close_current(out)
+        self._close_tools(out)
+        self._stop = StopReason.TOOL_USE if had_tools else StopReason.END_TURN
+        self._args.check(self._stop)
+        out.extend(self._finish())
+        return out

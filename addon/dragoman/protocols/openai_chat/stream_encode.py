@@ -1,0 +1,198 @@
+"""IR stream events -> Chat SSE chunks (``ChatStreamEncoder``).
+
+Every chunk carries the same id, ``created`` and model (a prebuilt byte prefix); tool calls get Chat
+indices 0, 1, 2... in start order; custom tool input is wrapped as ``{"input": "..."}`` arguments, one
+escaped fragment at a time. A ``MessageDelta`` becomes the ``finish_reason`` chunk, then the usage chunk
+when the client asked for it (``stream_options.include_usage``); ``MessageStop`` becomes ``[DONE]``.
+A ``MessageDelta`` with ``end_turn`` after tool-call blocks is sent as ``finish_reason: "tool_calls"``
+(Chat clients' agent loops key on it).
+"""
+
+from __future__ import annotations
+
+import time
+from enum import Enum
+from typing import Any
+
+import orjson
+
+from dragoman.errors import TranslationError
+from dragoman.ir.carry import is_unsigned
+from dragoman.ir.common import ErrorInfo
+from dragoman.ir.common import StopReason
+from dragoman.ir.common import Usage
+from dragoman.ir.events import BlockKind
+from dragoman.ir.events import BlockStart
+from dragoman.ir.events import BlockStop
+from dragoman.ir.events import MessageDelta
+from dragoman.ir.events import MessageStart
+from dragoman.ir.events import MessageStop
+from dragoman.ir.events import SignatureDelta
+from dragoman.ir.events import StreamError
+from dragoman.ir.events import StreamEvent
+from dragoman.ir.events import TextDelta
+from dragoman.ir.events import ThinkingDelta
+from dragoman.ir.events import ToolArgsDelta
+from dragoman.ir.mapping import IR_TO_CHAT
+from dragoman.ir.request import CUSTOM_TOOL_PARAM
+from dragoman.protocols.base import Context
+from dragoman.protocols.base import StreamEncoder
+from dragoman.protocols.openai_chat.errors import error_frame
+from dragoman.protocols.openai_chat.response import chat_id
+from dragoman.protocols.openai_chat.response import encode_usage
+from dragoman.sse.encoder import DONE
+
+
+class Phase(Enum):
+    START = "start"  # before MessageStart
+    STREAMING = "streaming"
+    FINISHED = "finished"  # finish_reason chunk sent
+    DONE = "done"  # [DONE] sent, or an error frame
+
+
+_STREAMING = Phase.STREAMING
+_TEXT = BlockKind.TEXT
+_THINKING = BlockKind.THINKING
+_dumps = orjson.dumps
+#: hot-path templates, byte-identical to ``_chunk({"content": X})`` / ``_chunk({"reasoning_content": X})``
+_CONTENT_HEAD = b'[{"index":0,"delta":{"content":'
+_REASONING_HEAD = b'[{"index":0,"delta":{"reasoning_content":'
+_CHUNK_TAIL = b'},"finish_reason":null}]}\n\n'
+
+
+class ChatStreamEncoder(StreamEncoder):
+    """IR events -> Chat ``data:`` chunks with one id; tool-call indices allocated 0, 1, 2..."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.phase = Phase.START
+        self._prefix = b""  # b'data: {"id":...,"choices":'
+        self._kinds: dict[int, BlockKind] = {}
+        self._tool_index: dict[int, int] = {}
+        self._next_tool = 0
+        self._usage = Usage()
+        self._sig_dropped = False
+
+    # -- interface
+
+    def encode(self, ev: StreamEvent) -> bytes:
+        if self.phase is _STREAMING:
+            # hot path: the deltas, from prebuilt byte templates
+            if type(ev) is TextDelta:
+                kind = self._kinds.get(ev.index)
+                if kind is _TEXT:
+                    # == self._chunk({"content": ev.text}), without building and dumping the dicts
+                    return self._prefix + _CONTENT_HEAD + _dumps(ev.text) + _CHUNK_TAIL
+                if kind is BlockKind.REFUSAL:
+                    return self._chunk({"refusal": ev.text})
+                return self._unexpected(ev)
+            if type(ev) is ThinkingDelta:
+                if self._kinds.get(ev.index) is not _THINKING:
+                    return self._unexpected(ev)
+                return self._prefix + _REASONING_HEAD + _dumps(ev.text) + _CHUNK_TAIL
+            if type(ev) is ToolArgsDelta:
+                tindex = self._tool_index.get(ev.index)
+                if tindex is None:
+                    return self._unexpected(ev)
+                if self._kinds[ev.index] is BlockKind.CUSTOM_TOOL_CALL:
+                    return self._tool_chunk(tindex, _dumps(ev.fragment)[1:-1].decode())
+                return self._tool_chunk(tindex, ev.fragment)
+            return self._streaming_other(ev)
+        if type(ev) is MessageStart and self.phase is Phase.START:
+            return self._start(ev)
+        if type(ev) is MessageStop and self.phase is Phase.FINISHED:
+            self.phase = Phase.DONE
+            return DONE
+        if type(ev) is StreamError:
+            return self.error(ev.error)
+        return self._unexpected(ev)
+
+    def error(self, err: ErrorInfo) -> bytes:
+        self.phase = Phase.DONE
+        return error_frame(err)
+
+    def close(self) -> bytes:
+        return b""
+
+    # -- framing
+
+    def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> bytes:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish}
+        return self._prefix + _dumps([choice]) + b"}\n\n"
+
+    def _tool_chunk(self, tindex: int, args: str) -> bytes:
+        return self._chunk({"tool_calls": [{"index": tindex, "function": {"arguments": args}}]})
+
+    def _unexpected(self, ev: StreamEvent) -> bytes:
+        raise TranslationError(f"Chat stream encoder got {type(ev).__name__} in phase {self.phase.name}", 500)
+
+    # -- events other than the deltas
+
+    def _start(self, ev: MessageStart) -> bytes:
+        cid = chat_id(ev.id)
+        created = ev.created if ev.created is not None else int(time.time())
+        head = _dumps({"id": cid, "object": "chat.completion.chunk", "created": created, "model": ev.model})
+        self._prefix = b"data: " + head[:-1] + b',"choices":'
+        if ev.usage is not None:
+            self._usage = self._usage.merged(ev.usage)
+        self.phase = Phase.STREAMING
+        return self._chunk({"role": "assistant", "content": ""})
+
+    def _streaming_other(self, ev: StreamEvent) -> bytes:
+        """Block starts and stops, signatures and the message delta, while streaming."""
+        if type(ev) is BlockStart:
+            return self._block_start(ev)
+        if type(ev) is BlockStop:
+            kind = self._kinds.pop(ev.index, None)
+            if kind is None:
+                return self._unexpected(ev)
+            if kind is BlockKind.CUSTOM_TOOL_CALL:
+                return self._tool_chunk(self._tool_index[ev.index], '"}')
+            return b""
+        if type(ev) is SignatureDelta:
+            if not self._sig_dropped and not is_unsigned(ev.signature):
+                self.ctx.dropped.add("thinking_signature")
+                self._sig_dropped = True
+            return b""
+        if type(ev) is MessageDelta:
+            return self._message_delta(ev)
+        if type(ev) is StreamError:
+            return self.error(ev.error)
+        return self._unexpected(ev)
+
+    def _block_start(self, ev: BlockStart) -> bytes:
+        if ev.index in self._kinds:
+            return self._unexpected(ev)
+        kind = ev.kind
+        self._kinds[ev.index] = kind
+        if kind is BlockKind.REDACTED_THINKING:
+            self.ctx.dropped.add("redacted_thinking")
+            return b""
+        if kind is BlockKind.TOOL_CALL or kind is BlockKind.CUSTOM_TOOL_CALL:
+            tindex = self._next_tool
+            self._next_tool = tindex + 1
+            self._tool_index[ev.index] = tindex
+            args = '{"' + CUSTOM_TOOL_PARAM + '":"' if kind is BlockKind.CUSTOM_TOOL_CALL else ""
+            call = {
+                "index": tindex,
+                "id": ev.tool_call_id or f"call_{tindex}",
+                "type": "function",
+                "function": {"name": ev.name or "", "arguments": args},
+            }
+            return self._chunk({"tool_calls": [call]})
+        return b""
+
+    def _message_delta(self, ev: MessageDelta) -> bytes:
+        if ev.usage is not None:
+            self._usage = self._usage.merged(ev.usage)
+        finish = IR_TO_CHAT.get(ev.stop_reason, "stop") if ev.stop_reason is not None else "stop"
+        if ev.stop_reason is StopReason.END_TURN and self._next_tool:
+            finish = "tool_calls"  # an Anthropic end_turn after tool_use still means tool calls to a Chat client
+        elif finish == "tool_calls" and not self._next_tool:
+            finish = "stop"  # "tool_calls" without any call would send a Chat agent loop looking for one
+        out = self._chunk({}, finish)
+        req = self.ctx.request
+        if req is not None and req.include_usage:
+            out += self._prefix + b"[]," + b'"usage":' + _dumps(encode_usage(self._usage)) + b"}\n\n"
+        self.phase = Phase.FINISHED
+        return out
