@@ -33,23 +33,13 @@ from dragoman.ir.request import ToolCallPart
 from dragoman.ir.request import ToolChoice
 from dragoman.ir.request import ToolResultPart
 from dragoman.protocols._custom_args import unwrap_custom_args
+from dragoman.protocols._data_url import split_data_url
 from dragoman.protocols._wire import describe_validation_error
 from dragoman.protocols.openai_chat import models as m
 from dragoman.protocols.openai_chat.response import mistral_thinking
 
 _EFFORTS = {"minimal", "low", "medium", "high", "xhigh"}
 _TEXT_TYPES = ("text", "input_text", "output_text")
-
-
-def split_data_url(url: str) -> tuple[str | None, str] | None:
-    """``data:<media>;base64,<data>`` -> (media_type, data); None when not a base64 data URL."""
-    if not url.startswith("data:"):
-        return None
-    head, sep, data = url[5:].partition(",")
-    if not sep or not head.endswith(";base64"):
-        return None
-    media = head[: -len(";base64")] or None
-    return media, data
 
 
 def decode_request(body: dict[str, Any]) -> Request:

@@ -34,6 +34,7 @@ from dragoman.ir.request import Tool
 from dragoman.ir.request import ToolCallPart
 from dragoman.ir.request import ToolResultPart
 from dragoman.protocols._custom_args import wrap_custom_args
+from dragoman.protocols._data_url import data_url
 from dragoman.protocols.base import Context
 
 UNANSWERED_TOOL_CALL = "tool call was not answered"
@@ -44,10 +45,6 @@ CUSTOM_TOOL_PARAMETERS: dict[str, Any] = {
     "additionalProperties": False,
 }
 _EMPTY_PARAMETERS: dict[str, Any] = {"type": "object", "properties": {}}
-
-
-def _data_url(media_type: str | None, data: str) -> str:
-    return f"data:{media_type or 'application/octet-stream'};base64,{data}"
 
 
 def effort_from_budget(budget: int) -> str:
@@ -167,7 +164,7 @@ def _result_text(parts: list[TextPart | ImagePart | FilePart]) -> str:
 
 def _image_part(p: ImagePart, ctx: Context) -> dict[str, Any] | None:
     if p.data is not None:
-        url = _data_url(p.media_type, p.data)
+        url = data_url(p.media_type, p.data)
     elif p.url is not None:
         url = p.url
     else:
@@ -182,7 +179,7 @@ def _image_part(p: ImagePart, ctx: Context) -> dict[str, Any] | None:
 def _file_part(p: FilePart, ctx: Context) -> dict[str, Any] | None:
     f: dict[str, Any] = {}
     if p.data is not None:
-        f["file_data"] = _data_url(p.media_type, p.data)
+        f["file_data"] = data_url(p.media_type, p.data)
     elif p.file_id is not None:
         f["file_id"] = p.file_id
     else:
