@@ -1,0 +1,181 @@
+"""Transparent mode, the way the README runs it: ``python -m dragoman env --transparent`` lines (iptables and
+nftables) on a machine, mitmdump as its own user, official SDK clients on the machine and on a device routed
+through it, talking to the official hosts.
+
+The lab (``netlab``): namespace ``m`` is the machine (mitmdump as ``nobody`` + a local client; the OUTPUT rule
+with the owner match), namespace ``g`` a device whose default route is the machine (the PREROUTING rule on
+the machine's interface towards it). The machine reaches the fake upstream and the unrelated HTTPS host on
+the host side of a veth pair; the official hosts resolve to a blackholed address.
+"""
+
+from __future__ import annotations
+
+import pwd
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from dragoman import env
+
+from . import netlab
+from .conftest import MODES
+from .conftest import SDKS
+from .conftest import UPSTREAM_KEY
+from .conftest import HttpsEcho
+from .conftest import Mitmdump
+from .conftest import NsClient
+from .conftest import ca_bundle
+from .conftest import check_count_tokens
+from .conftest import check_models
+from .conftest import check_official_host_decrypted
+from .conftest import check_turn
+from .conftest import check_unrelated_host
+from .conftest import hosts_map
+from .conftest import lab_or_skip
+from .conftest import start_fake_upstream
+
+pytestmark = pytest.mark.e2e
+
+TOOLS = ("ip", "setpriv", "bash", "sysctl", "iptables", "ip6tables", "iptables-save", "ip6tables-save", "nft")
+PROXY_USER = "nobody"  # stands for the recipe's mitmproxyuser
+
+
+@dataclass
+class Machine:
+    lab: netlab.Lab
+    machine: str
+    gateway_dev: str
+    fake: object
+    echo: HttpsEcho
+    mitm: Mitmdump
+    clients: dict[str, NsClient]
+
+
+@dataclass
+class Transparent(Machine):
+    firewall: str
+    rules: env.Rules
+
+
+def ns_ruleset(lab: netlab.Lab, ns: str) -> str:
+    rules = lab.sh(ns, ["iptables-save"]).stdout + lab.sh(ns, ["ip6tables-save"]).stdout
+    return rules + lab.sh(ns, ["nft", "list", "ruleset"]).stdout
+
+
+def run_lines(lab: netlab.Lab, ns: str, lines) -> None:
+    """Run recipe lines as a user pastes them: each through bash, inside the namespace."""
+    for line in lines:
+        lab.sh(ns, ["bash", "-euo", "pipefail", "-c", line])
+
+
+def redirects(lab: netlab.Lab, ns: str) -> list[str]:
+    return [line for line in ns_ruleset(lab, ns).splitlines() if "redirect" in line.lower()]
+
+
+@pytest.fixture(scope="module")
+def machine(tmp_path_factory):
+    """The lab, mitmdump and the clients; the firewall rules come and go with ``transparent``."""
+    lab_or_skip(TOOLS)
+    workdir = tmp_path_factory.mktemp("transparent")
+    user = pwd.getpwnam(PROXY_USER)
+    lab = netlab.Lab(workdir)
+    try:
+        machine, device = lab.netns("m"), lab.netns("g")
+        uplink = lab.link(None, machine)  # host <-> machine: the fake upstream and the unrelated host
+        gateway = lab.link(machine, device)  # machine <-> device: the device's gateway is the machine
+        lab.sh(None, ["ip", "addr", "add", f"{lab.other_host}/32", "dev", uplink.dev_a])
+        lab.blackhole_api_range()
+        lab.sh(machine, ["ip", "route", "add", lab.lab_range, "via", uplink.addr_a])
+        lab.sh(device, ["ip", "route", "add", "default", "via", gateway.addr_a])
+        for ns in (machine, device):
+            lab.hosts_file(ns, hosts_map(lab))
+        echo = HttpsEcho(lab.other_host, workdir)
+        lab.defer("the unrelated HTTPS host", echo.stop)
+        fake = start_fake_upstream(uplink.addr_a)
+        lab.defer("the fake upstream", fake.stop)
+
+        confdir = workdir / "confdir"
+        args = env.mitmdump_args("transparent")
+        args += [
+            "--set",
+            "dragoman_target=openai-chat",
+            "--set",
+            f"dragoman_upstream=http://{uplink.addr_a}:{fake.port}/v1",
+        ]
+        args += ["--set", f"dragoman_api_key={UPSTREAM_KEY}", "--set", "dragoman_model_map=claude-test=gpt-fake"]
+        mitm = Mitmdump(lab, args, confdir, ns=machine, user=(user.pw_uid, user.pw_gid))
+        bundle = workdir / "client-ca-bundle.pem"
+        clients = {"machine": NsClient(lab, machine, bundle), "device": NsClient(lab, device, bundle)}
+        ca_bundle(bundle, mitm.wait_ready().ca, echo.cert)
+        for c in clients.values():
+            c.wait_ready()
+        yield Machine(lab, machine, gateway.dev_a, fake, echo, mitm, clients)
+    finally:
+        lab.close()
+
+
+@pytest.fixture(scope="module", params=env.FIREWALLS)
+def transparent(request, machine):
+    """The recipe's firewall lines (iptables, then nftables) on the machine; its undo lines after."""
+    lab = machine.lab
+    rules = env.transparent_rules(env.TRANSPARENT_PORT, PROXY_USER, request.param, gateway=machine.gateway_dev)
+    assert redirects(lab, machine.machine) == []
+    try:
+        run_lines(lab, machine.machine, rules.add)
+        yield Transparent(**vars(machine), firewall=request.param, rules=rules)
+    finally:
+        run_lines(lab, machine.machine, rules.undo)
+        left = redirects(lab, machine.machine)
+        assert left == [], f"the recipe's undo lines left redirects behind: {left}"
+
+
+@pytest.fixture(params=("machine", "device"))
+def client(request, transparent) -> NsClient:
+    """A client on the machine itself (OUTPUT rule, owner match) or on a device routed through it (PREROUTING)."""
+    return transparent.clients[request.param]
+
+
+def test_the_recipe_is_installed_in_the_lab(transparent):
+    rules = ns_ruleset(transparent.lab, transparent.machine)
+    if transparent.firewall == "iptables":
+        assert f"--uid-owner {pwd.getpwnam(PROXY_USER).pw_uid} -j REDIRECT --to-ports 8080" in rules
+        assert "-A PREROUTING -i dg" in rules
+    else:
+        assert "table inet dragoman" in rules and "meta skuid != " in rules and "redirect to :8080" in rules
+    proc = transparent.mitm.proc.args
+    assert proc[proc.index("--mode") + 1] == "transparent" and env.ALLOW_HOSTS in proc
+
+
+@pytest.mark.parametrize("sdk", SDKS)
+@pytest.mark.parametrize("mode", MODES)
+def test_sdk_turn_through_transparent_mode(transparent, client, sdk, mode):
+    check_turn(client, transparent.fake, transparent.mitm, transparent.lab, sdk, mode, "/v1/chat/completions")
+
+
+def test_count_tokens(transparent, client):
+    check_count_tokens(client, transparent.fake, transparent.mitm)
+
+
+@pytest.mark.parametrize("sdk", ("anthropic", "openai"))
+def test_models(transparent, client, sdk):
+    check_models(client, transparent.mitm, sdk)
+
+
+def test_official_host_is_decrypted(transparent, client):
+    check_official_host_decrypted(client, transparent.mitm)
+
+
+def test_unrelated_https_host_passes_through_untouched(transparent, client):
+    check_unrelated_host(client, transparent.echo, transparent.mitm)
+
+
+def test_recipe_lines_are_plain_shell(transparent):
+    """What the lab ran is what ``env --transparent`` prints, modulo the user and the interface."""
+    printed = env.transparent_lines("mitmdump", "addon/dragoman.py", firewall=transparent.firewall, gateway="IFACE")
+    ran = transparent.rules
+    iface = next(w for line in ran.add for w in shlex.split(line) if w.startswith("dg"))
+    for line in ran.add + ran.undo:
+        assert line.replace(PROXY_USER, env.PROXY_USER).replace(iface, "IFACE") in printed
+    assert Path(netlab.NETNS_ETC / transparent.machine / "hosts").is_file()
