@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import base64
+import math
+import re
 import struct
 import zlib
 
 import pytest
+from hypothesis import given
+from hypothesis import settings
+from hypothesis import strategies as st
 
 from dragoman.translate import tokens as t
 
@@ -42,6 +47,19 @@ def image_block(data: bytes, media: str = "image/png") -> dict:
 )
 def test_text_tokens(text, expected):
     assert t.text_tokens(text) == expected
+
+
+_WIDE_CHAR = re.compile(t._WIDE.pattern)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(codec="utf-8"), max_size=60) | st.text(alphabet="ab —é你😀", max_size=60))
+def test_text_tokens_counts_every_character_by_its_class(text):
+    """The rule, one character at a time: 1/4 per ASCII, 1 per wide, 1/2 per other non-ASCII character."""
+    ascii_chars = sum(1 for c in text if ord(c) < 128)
+    wide = sum(1 for c in text if _WIDE_CHAR.fullmatch(c))
+    other = len(text) - ascii_chars - wide
+    assert t.text_tokens(text) == math.ceil(ascii_chars / 4 + wide + other / 2)
 
 
 @pytest.mark.parametrize("make", [png, jpeg, gif, webp_vp8x])
