@@ -38,6 +38,9 @@ class Context:
     chat_reasoning_field: str = "reasoning_content"
     #: how a Chat request asks for the token limit: "max_tokens" or "max_completion_tokens"
     chat_max_tokens_field: str = "max_tokens"
+    #: the local estimate of the request's input tokens (``translate.tokens``), set by the translate layer
+    #: for an Anthropic client's stream: its ``message_start`` shows it when the upstream reports usage at the end
+    input_tokens_estimate: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def custom_tools(self) -> set[str]:

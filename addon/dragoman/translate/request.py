@@ -19,6 +19,7 @@ from dragoman.protocols.base import Context
 from dragoman.translate.plan import ModelRule
 from dragoman.translate.plan import Plan
 from dragoman.translate.plan import map_model
+from dragoman.translate.tokens import estimate_input_tokens
 
 
 @dataclass(slots=True)
@@ -30,6 +31,9 @@ class ClientRequest:
     request: Request  # IR; ``request.model`` is set per attempt
     client_model: str
     stream: bool
+    #: an Anthropic stream's estimated input tokens (``translate.tokens``), computed at the first
+    #: translated attempt
+    input_tokens_estimate: int | None = None
 
 
 @dataclass(slots=True)
@@ -61,6 +65,12 @@ def encode_upstream_request(cr: ClientRequest, plan: Plan, ctx: Context, model: 
         obj = dict(cr.obj)
         obj["model"] = model
         return orjson.dumps(obj)
+    if plan.client is Protocol.ANTHROPIC_MESSAGES and cr.stream:
+        # an Anthropic stream opens with message_start and its input_tokens; a Chat or Responses upstream
+        # reports usage only at the end, so the client gets the estimate count_tokens gives until then
+        if cr.input_tokens_estimate is None:
+            cr.input_tokens_estimate = estimate_input_tokens(cr.obj)
+        ctx.input_tokens_estimate = cr.input_tokens_estimate
     return orjson.dumps(get_codec(plan.upstream).encode_request(req, ctx))
 
 

@@ -367,3 +367,53 @@ def test_delta_fast_path_bytes_match_encode_json():
         "content_block_delta",
         {"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": "hé"}},
     )
+
+
+def _usage_of(out: bytes, event: str) -> dict:
+    obj = next(o for name, o in sse_events(out) if name == event)
+    return obj["message"]["usage"] if event == "message_start" else obj["usage"]
+
+
+def test_message_start_shows_the_input_estimate_when_the_upstream_reports_usage_at_the_end():
+    """Issue 11 item 6: a Chat/Responses upstream's MessageStart has no usage; the client's message_start
+    shows the request's estimate (``ctx.input_tokens_estimate``), message_delta the upstream's figures."""
+    ctx = Context(input_tokens_estimate=8234)
+    final = Usage(input_tokens=12, output_tokens=7, cache_read_tokens=4)
+    out = encode_ir(
+        [MessageStart("chatcmpl-1", "gpt"), BlockStart(0, BlockKind.TEXT), TextDelta(0, "hi"), BlockStop(0)]
+        + [MessageDelta(StopReason.END_TURN, final), MessageStop()],
+        ctx,
+    )
+    check_wire_order(out)
+    assert _usage_of(out, "message_start") == {
+        "input_tokens": 8234,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+        "output_tokens": 0,
+    }
+    assert _usage_of(out, "message_delta") == {
+        "input_tokens": 8,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 4,
+        "output_tokens": 7,
+    }
+    # the official SDK's accumulated message ends with the upstream's figures, not the estimate
+    u = _final(out).usage
+    assert (u.input_tokens, u.cache_read_input_tokens, u.output_tokens) == (8, 4, 7)
+    # a message_start the encoder opens itself (the upstream's first event is a block) carries it too
+    out = encode_ir([BlockStart(0, BlockKind.TEXT), TextDelta(0, "hi"), BlockStop(0), MessageStop()], ctx)
+    assert _usage_of(out, "message_start")["input_tokens"] == 8234
+    # output tokens reported early are kept beside the estimate
+    out = encode_ir([MessageStart("r", "m", Usage(output_tokens=1)), MessageStop()], ctx)
+    assert _usage_of(out, "message_start")["input_tokens"] == 8234
+    assert _usage_of(out, "message_start")["output_tokens"] == 1
+
+
+def test_message_start_keeps_the_upstreams_own_input_figure():
+    ctx = Context(input_tokens_estimate=8234)
+    out = encode_ir([MessageStart("m", "c", Usage(input_tokens=30, cache_read_tokens=20)), MessageStop()], ctx)
+    assert _usage_of(out, "message_start")["input_tokens"] == 10
+    assert _usage_of(out, "message_start")["cache_read_input_tokens"] == 20
+    # no estimate on the context (a non-Anthropic client's request, a whole response): 0 as the API has it
+    out = encode_ir([MessageStart("m", "c"), MessageStop()], Context())
+    assert _usage_of(out, "message_start")["input_tokens"] == 0

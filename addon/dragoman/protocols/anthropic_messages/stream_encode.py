@@ -5,6 +5,11 @@ deltas, ``content_block_stop``, ..., ``message_delta``, ``message_stop``. Output
 from 0 in start order and only one block is open at a time; blocks that arrive interleaved (Chat's
 parallel tool calls) are held while a tool block is open and replayed after it.
 
+Usage: ``message_start`` carries the upstream's input figures when it has them at the start (Anthropic);
+a Chat or Responses upstream reports usage only at the end, so ``message_start`` shows the request's
+estimate (``Context.input_tokens_estimate``, the count_tokens estimator) and ``message_delta`` the
+upstream's real figures (the official SDKs' accumulators keep the later ones).
+
 Hot path: a text/thinking/tool-argument delta for the block open on the wire is written from a prefix
 built when the block opened (``OutBlock.prefix``) plus the ``orjson`` dump of the text: no dict, no
 generic JSON encoding per event.
@@ -21,6 +26,7 @@ import orjson
 from dragoman.errors import UpstreamProtocolError
 from dragoman.ir.common import ErrorInfo
 from dragoman.ir.common import StopReason
+from dragoman.ir.common import Usage
 from dragoman.ir.events import BlockKind
 from dragoman.ir.events import BlockStart
 from dragoman.ir.events import BlockStop
@@ -98,6 +104,11 @@ class AnthropicStreamEncoder(StreamEncoder):
     # -- framing helpers
 
     def _emit_message_start(self, out: bytearray, ev: MessageStart) -> None:
+        usage = ev.usage
+        estimate = self.ctx.input_tokens_estimate
+        if estimate is not None and (usage is None or usage.input_tokens is None):
+            # an upstream that reports usage only at the end (Chat, Responses): the local estimate until then
+            usage = (usage or Usage()).merged(Usage(input_tokens=estimate))
         message: dict[str, Any] = {
             "id": message_id(ev.id),
             "type": "message",
@@ -106,7 +117,7 @@ class AnthropicStreamEncoder(StreamEncoder):
             "content": [],
             "stop_reason": None,
             "stop_sequence": None,
-            "usage": usage_to_wire(ev.usage),
+            "usage": usage_to_wire(usage),
         }
         out += encode_json("message_start", {"type": "message_start", "message": message})
         self.phase = EncPhase.STARTED
