@@ -4,6 +4,7 @@ that serves a shipped recording to raw HTTP clients."""
 from __future__ import annotations
 
 import http.client
+import json
 import socket
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from dragoman.protocols.base import Context
 from dragoman.record.model import Exchange
 from dragoman.translate.plan import Plan
 from dragoman.translate.request import translate_request
+from dragoman.translate.tokens import estimate_input_tokens
 from recordings_loader import RECORDINGS
 
 
@@ -233,7 +235,12 @@ def test_replay_command_serves_a_shipped_recording_byte_for_byte(tmp_path):
         anthropic = translate_request(raw, Plan(Protocol.OPENAI_RESPONSES, Protocol.ANTHROPIC_MESSAGES), Context())
         status, body = _post(port, "/v1/messages", anthropic.body)
         assert status == 200
-        assert body == (golden / f"{recorded.stem}.anthropic.sse").read_bytes()
+        # the golden file replays the recorded (Responses) client's context; a live Anthropic client's
+        # message_start also carries its own request's input-token estimate (issue 11 item 6)
+        estimate = estimate_input_tokens(json.loads(anthropic.body))
+        want = (golden / f"{recorded.stem}.anthropic.sse").read_bytes()
+        assert want.count(b'"usage":{"input_tokens":0,') == 1
+        assert body == want.replace(b'"usage":{"input_tokens":0,', b'"usage":{"input_tokens":%d,' % estimate)
         status, body = _post(port, "/v1/chat/completions", b'{"model":"m","messages":[{"role":"user","content":"?"}]}')
         assert status == 404 and b"no recorded exchange" in body and b'"error"' in body
     finally:
