@@ -1,4 +1,5 @@
-"""``data:`` URLs, as both OpenAI protocols carry inline images and files: split one, build one."""
+"""``data:`` URLs, as the OpenAI protocols carry inline images and files (and Anthropic accepts back as
+base64 sources): split one, build one."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Shared wire helpers: the ``WireModel`` base, JSON helpers and ``data:`` URLs."""
+"""Shared wire helpers: the ``WireModel`` base and JSON helpers."""
 
 from __future__ import annotations
 
@@ -29,16 +29,6 @@ def loads(data: bytes | str) -> Any:
 
 def dumps(obj: Any) -> bytes:
     return orjson.dumps(obj)
-
-
-def split_data_url(url: str) -> tuple[str | None, str] | None:
-    """``data:<media>;base64,<data>`` -> (media type or None, data); None when not a base64 data URL."""
-    if not url.startswith("data:"):
-        return None
-    head, sep, data = url[5:].partition(",")
-    if not sep or not head.endswith(";base64"):
-        return None
-    return head[: -len(";base64")] or None, data
 
 
 def describe_validation_error(e: ValidationError, limit: int = 3) -> str:

@@ -24,7 +24,7 @@ from dragoman.ir.request import TextPart
 from dragoman.ir.request import ThinkingPart
 from dragoman.ir.request import ToolCallPart
 from dragoman.ir.request import ToolResultPart
-from dragoman.protocols._wire import split_data_url
+from dragoman.protocols._data_url import split_data_url
 from dragoman.protocols.base import Context
 
 
