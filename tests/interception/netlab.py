@@ -147,7 +147,7 @@ def acquire_slot(only: int | None = None) -> tuple[int, IO[str]]:
     LOCK_DIR.mkdir(parents=True, exist_ok=True)
     start = os.getpid() % SLOTS  # spread concurrent runs; any free slot will do
     for slot in [only] if only is not None else [(start + i) % SLOTS for i in range(SLOTS)]:
-        fh = open(LOCK_DIR / f"slot-{slot}.lock", "w")  # noqa: SIM115 - held for the lab's life
+        fh = open(LOCK_DIR / f"slot-{slot}.lock", "a+")  # noqa: SIM115 - held for the lab's life
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as e:
@@ -155,7 +155,9 @@ def acquire_slot(only: int | None = None) -> tuple[int, IO[str]]:
             if e.errno in (errno.EAGAIN, errno.EACCES):
                 continue
             raise
-        fh.write(str(os.getpid()))
+        fh.seek(0)
+        fh.truncate()
+        fh.write(str(os.getpid()))  # the holder, for a human looking at a busy slot
         fh.flush()
         return slot, fh
     raise LabError(f"no free lab slot{'' if only is None else f' {only}'} (see {LOCK_DIR})")
