@@ -3,14 +3,16 @@
 Keep this to a few import lines: only this file hot-reloads, the package is installed (pip install -e .).
 """
 
+from dragoman.mitm.client_auth import ClientAuth
 from dragoman.mitm.endpoints import Endpoints
 from dragoman.mitm.recorder import Recorder
 from dragoman.mitm.replayer import Replayer
 from dragoman.mitm.translate_addon import Translate
 
-# Endpoints first: it answers HEAD /, /v1/models, count_tokens and WebSocket upgrades before Translate looks
+# ClientAuth first: no flow without a client key (when client keys are configured) reaches anything else.
+# Endpoints next: it answers HEAD /, /v1/models, count_tokens and WebSocket upgrades before Translate looks
 # Replayer/Recorder come in two halves: `.before` sees the client's request before Translate rewrites it,
 # the addon itself sees the translated request and wraps the stream callable Translate installed.
 recorder = Recorder()
 replayer = Replayer()
-addons = [Endpoints(), replayer.before, recorder.before, Translate(), replayer, recorder]
+addons = [ClientAuth(), Endpoints(), replayer.before, recorder.before, Translate(), replayer, recorder]

@@ -31,6 +31,7 @@ from dragoman.mitm import hosts
 from dragoman.mitm import inbound
 from dragoman.mitm import options
 from dragoman.mitm import outbound
+from dragoman.mitm.client_auth import CLIENT_METADATA_KEY
 from dragoman.mitm.exchange import RoutedExchange
 from dragoman.mitm.faults import IdleWatchdog
 from dragoman.mitm.flowstate import METADATA_KEY
@@ -69,6 +70,7 @@ JSON_CT = inbound.JSON_CT
 ROUTE_HEADER = "x-dragoman-route"
 SHORTHAND_OPTIONS = ("dragoman_target", "dragoman_upstream", "dragoman_api_key", "dragoman_model_map")
 ROUTING_OPTIONS = frozenset({"dragoman_config", *SHORTHAND_OPTIONS})
+EXPOSURE_OPTIONS = frozenset({"dragoman_client_keys", "dragoman_allow_remote", "listen_host", "mode"})
 
 
 def default_match(flow: http.HTTPFlow) -> bool:
@@ -122,6 +124,24 @@ class Translate:
                 raise exceptions.OptionsError(f"Cannot parse dragoman_match: {e}") from e
         if updated & ROUTING_OPTIONS:
             self._configure_routing()
+        if updated & (ROUTING_OPTIONS | EXPOSURE_OPTIONS):
+            self._check_exposure()
+
+    def _check_exposure(self) -> None:
+        """Refuse to serve upstream keys to the network without client keys (see ``client_auth``)."""
+        auth = ctx.master.addons.get("clientauth")
+        config = self.routing.config
+        if auth is None or config is None:
+            return
+        auth.check_exposure(config.holds_keys)
+        if auth.clients():
+            keyless = [u.name for u in config.upstreams.values() if not u.keys]
+            if keyless:
+                logger.warning(
+                    "client keys are configured, so a client's key never travels upstream: upstream(s) %s have no "
+                    "keys of their own and get none",
+                    ", ".join(keyless),
+                )
 
     def _configure_shorthand(self, updated: set[str]) -> None:
         opts = ctx.options
@@ -247,8 +267,11 @@ class Translate:
             self._reject(flow, plan.client, _internal(f"Dragoman failed to translate the request: {type(e).__name__}"))
         return None
 
-    def _state(self, plan: Plan, tctx: Context, cr: ClientRequest, route: str, cand: Candidate) -> FlowState:
+    def _state(
+        self, flow: http.HTTPFlow, plan: Plan, tctx: Context, cr: ClientRequest, route: str, cand: Candidate
+    ) -> FlowState:
         state = FlowState(plan, tctx, cr.client_model, cand.model, cr.stream)
+        state.client_name = str(flow.metadata.get(CLIENT_METADATA_KEY, ""))
         if self.routed:
             state.route, state.upstream_name = route, cand.upstream.name
         return state
@@ -261,7 +284,7 @@ class Translate:
         body = self._encode(flow, cr, plan, tctx, cand.model)
         if body is None:
             return
-        state = self._state(plan, tctx, cr, route, cand)
+        state = self._state(flow, plan, tctx, cr, route, cand)
         self.flows.put(flow.id, state)
         outbound.rewrite_url(flow.request, up.url, up.protocol, plan.identity)
         outbound.rewrite_auth(flow.request.headers, up.protocol, up.keys[0].value if up.keys else None)
@@ -280,7 +303,7 @@ class Translate:
         config = self.routing.config
         assert config is not None
         first = candidates[0]
-        state = self._state(Plan(client, first.upstream.protocol), self._new_context(), cr, route, first)
+        state = self._state(flow, Plan(client, first.upstream.protocol), self._new_context(), cr, route, first)
         exchange = RoutedExchange(flow, client, cr, state, self._new_context, self.routed)
         job = exchange.make_job(
             Attempts(candidates, self.routing.pools, config.limits),
