@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import random
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
+
+# The usage ledger is off unless a test asks for one (``--set dragoman_ledger=PATH``): tests never write to
+# the user's ~/.dragoman, and the mitmdump subprocesses they start inherit this.
+os.environ["DRAGOMAN_LEDGER"] = "off"
 
 
 def chunkings(data: bytes, seeds: int = 6) -> list[tuple[str, list[bytes]]]:

@@ -50,6 +50,11 @@ def sse_events(body: bytes) -> list[bytes]:
     return out
 
 
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 512  # hundreds of concurrent attempts: the default backlog (5) stalls connects
+    daemon_threads = True
+
+
 @dataclass
 class Rule:
     status: int = 200
@@ -89,7 +94,7 @@ class KeyedUpstream:
             def do_POST(self) -> None:  # noqa: N802
                 owner._handle(self)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = _Server(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)

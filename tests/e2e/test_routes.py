@@ -42,15 +42,22 @@ def closed_port() -> int:
 
 
 class Routed:
-    def __init__(self, workdir: Path, yaml_text: str, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        yaml_text: str,
+        env: dict[str, str] | None = None,
+        extra: list[str] | None = None,
+        verbosity: str = "info",
+    ) -> None:
         self.config = workdir / "routes.yaml"
         self.config.write_text(yaml_text)
         self.port = free_port()
         self.log_path = workdir / f"mitmdump-{self.port}.log"
         argv = [
             mitmdump_bin(), "-s", str(SCRIPT), "--mode", "reverse:http://127.0.0.1:9", "--listen-host", "127.0.0.1",
-            "-p", str(self.port), "--set", f"confdir={workdir / 'confdir'}", "--set", "termlog_verbosity=info",
-            "--set", f"dragoman_config={self.config}",
+            "-p", str(self.port), "--set", f"confdir={workdir / 'confdir'}", "--set", f"termlog_verbosity={verbosity}",
+            "--set", f"dragoman_config={self.config}", *(extra or []),
         ]
         import os
 
@@ -75,16 +82,18 @@ class Routed:
                 self.proc.wait()
         self._log.close()
 
-    def call(self, client: str, model: str, stream: bool, timeout: float = 60) -> tuple[int, dict[str, str], bytes]:
+    def call(
+        self, client: str, model: str, stream: bool, timeout: float = 60, key: str = CLIENT_KEY
+    ) -> tuple[int, dict[str, str], bytes]:
         if client == "anthropic":
             body = {"model": model, "max_tokens": 64, "stream": stream, "messages": [{"role": "user", "content": "hi"}]}
-            headers = {"x-api-key": CLIENT_KEY, "anthropic-version": "2023-06-01"}
+            headers = {"x-api-key": key, "anthropic-version": "2023-06-01"} if key else {"anthropic-version": "2023-06-01"}
         elif client == "openai-chat":
             body = {"model": model, "stream": stream, "messages": [{"role": "user", "content": "hi"}]}
-            headers = {"authorization": f"Bearer {CLIENT_KEY}"}
+            headers = {"authorization": f"Bearer {key}"} if key else {}
         else:
             body = {"model": model, "stream": stream, "input": "hi"}
-            headers = {"authorization": f"Bearer {CLIENT_KEY}"}
+            headers = {"authorization": f"Bearer {key}"} if key else {}
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
         try:
             conn.request("POST", PATHS[client], json.dumps(body), {"content-type": "application/json", **headers})

@@ -50,6 +50,10 @@ class FlowState:
     sent_request: Any = None
     #: the client key's name (client keys configured), never the key
     client_name: str = ""
+    #: reads usage off a streamed answer for the ledger (``UsageTap`` or ``PassThroughUsage``)
+    usage_tap: Any = None
+    #: the usage of a whole (non-streamed) answer
+    whole_usage: Any = None
 
     def metadata(self) -> dict[str, Any]:
         """JSON-able summary for ``flow.metadata[METADATA_KEY]``."""

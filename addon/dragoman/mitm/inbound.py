@@ -22,6 +22,8 @@ from dragoman.translate.response import translate_error
 from dragoman.translate.response import translate_response
 from dragoman.translate.stream import PassThrough
 from dragoman.translate.stream import StreamTranslator
+from dragoman.translate.usage import PassThroughUsage
+from dragoman.translate.usage import UsageTap
 
 logger = logging.getLogger(__name__)
 
@@ -29,7 +31,7 @@ JSON_CT = "application/json"
 SSE_CT = "text/event-stream; charset=utf-8"
 
 
-def install_stream(flow: http.HTTPFlow, state: FlowState) -> bool:
+def install_stream(flow: http.HTTPFlow, state: FlowState, track_usage: bool = False) -> bool:
     """For a 2xx SSE answer: set up the translator and rewrite the framing headers. False: not streamable
     (an encoding without an incremental decoder: translated whole in ``response``)."""
     resp = flow.response
@@ -37,6 +39,8 @@ def install_stream(flow: http.HTTPFlow, state: FlowState) -> bool:
     plan = state.plan
     if plan.identity:
         state.translator = PassThrough()
+        if track_usage:
+            state.usage_tap = PassThroughUsage(plan.upstream, state.ctx)
         return True
     encoding = resp.headers.get("content-encoding", "identity").lower().strip()
     if encoding in ("gzip", "x-gzip", "deflate"):
@@ -44,10 +48,10 @@ def install_stream(flow: http.HTTPFlow, state: FlowState) -> bool:
     elif encoding not in ("", "identity"):
         logger.info("flow %s: upstream SSE is %s-encoded; translating after the body is complete", flow.id, encoding)
         return False
-    state.translator = StreamTranslator(
-        get_codec(plan.upstream).stream_decoder(state.ctx),
-        get_codec(plan.client).stream_encoder(state.ctx),
-    )
+    decoder = get_codec(plan.upstream).stream_decoder(state.ctx)
+    if track_usage:
+        decoder = state.usage_tap = UsageTap(decoder)
+    state.translator = StreamTranslator(decoder, get_codec(plan.client).stream_encoder(state.ctx))
     resp.headers.pop("content-length", None)
     resp.headers.pop("content-encoding", None)
     if resp.http_version.startswith("HTTP/1"):
@@ -58,6 +62,7 @@ def install_stream(flow: http.HTTPFlow, state: FlowState) -> bool:
 
 def stream_callable(flow_id: str, state: FlowState) -> Callable[[bytes], bytes | list[bytes]]:
     translator = state.translator
+    beside = state.usage_tap if isinstance(state.usage_tap, PassThroughUsage) else None
 
     def on_chunk(data: bytes) -> bytes | list[bytes]:
         # Never raises, never returns b"" for a data chunk (that would end the client's body).
@@ -71,6 +76,8 @@ def stream_callable(flow_id: str, state: FlowState) -> Callable[[bytes], bytes |
                     if not data:
                         return []
                 out = translator.feed(data)
+                if beside is not None:
+                    beside.feed(data)
             else:
                 out = _finish(state)
         except Exception as e:  # noqa: BLE001 - an exception here kills the client connection

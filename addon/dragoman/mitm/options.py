@@ -94,3 +94,11 @@ def declare(loader: Any) -> None:
         "client keys. Reloaded when it changes. Cannot be combined with dragoman_target, dragoman_upstream, "
         "dragoman_api_key or dragoman_model_map (those are the shorthand for one upstream).",
     )
+    loader.add_option(
+        "dragoman_ledger",
+        str,
+        "",
+        "Where the usage ledger is kept (requests, tokens and errors per client, route, upstream and model; read "
+        "it with `python -m dragoman usage`): a file path, sqlite://PATH or redis://HOST:PORT/DB (shared by "
+        "several Dragoman processes). Empty: $DRAGOMAN_LEDGER, else ~/.dragoman/usage.sqlite3. off: no ledger.",
+    )

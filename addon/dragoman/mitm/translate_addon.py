@@ -27,6 +27,7 @@ from mitmproxy import http
 from dragoman.errors import TranslationError
 from dragoman.ir.common import ErrorInfo
 from dragoman.ir.common import ErrorKind
+from dragoman.ledger import LedgerError
 from dragoman.mitm import hosts
 from dragoman.mitm import inbound
 from dragoman.mitm import options
@@ -41,6 +42,8 @@ from dragoman.mitm.flowstate import FlowStates
 from dragoman.mitm.outbound import client_key
 from dragoman.mitm.relay import Relay
 from dragoman.mitm.routing import Routing
+from dragoman.mitm.usage import UsageBook
+from dragoman.mitm.usage import whole_usage
 from dragoman.protocols import Protocol
 from dragoman.protocols import detect
 from dragoman.protocols.base import Context
@@ -89,6 +92,7 @@ class Translate:
         self.model_map: list[ModelRule] = []
         self.match: Any = None  # a compiled flowfilter, or None for the default
         self.routing = Routing()
+        self.usage = UsageBook()
         self.relay = Relay()
         self.flows = FlowStates()
         self._warned_deferred: set[str] = set()
@@ -126,6 +130,11 @@ class Translate:
             self._configure_routing()
         if updated & (ROUTING_OPTIONS | EXPOSURE_OPTIONS):
             self._check_exposure()
+        if "dragoman_ledger" in updated:
+            try:
+                self.usage.open(opts.dragoman_ledger)
+            except LedgerError as e:
+                raise exceptions.OptionsError(f"Cannot use dragoman_ledger: {e}") from e
 
     def _check_exposure(self) -> None:
         """Refuse to serve upstream keys to the network without client keys (see ``client_auth``)."""
@@ -193,6 +202,7 @@ class Translate:
     def done(self) -> None:
         self.routing.stop_watching()
         self.relay.stop()
+        self.usage.close()
 
     def warn_deferred(self) -> None:
         """Unknown ``--set dragoman_*`` names are deferred silently by mitmproxy: they are typos."""
@@ -337,7 +347,7 @@ class Translate:
             return
         if not resp.headers.get("content-type", "").lower().startswith("text/event-stream"):
             return
-        if not inbound.install_stream(flow, state):
+        if not inbound.install_stream(flow, state, self.usage.on):
             return
         if self.idle_timeout > 0 and state.relay_token is None:  # the relay watches relayed flows itself
             state.watchdog = IdleWatchdog(flow, self.idle_timeout).start()
@@ -349,11 +359,14 @@ class Translate:
             return
         if flow.is_replay:
             return
+        if state.translator is None and self.usage.on and 200 <= flow.response.status_code < 300:
+            whole_usage(state, flow.response.get_content(strict=False) or b"")
         if state.translator is None and not state.plan.identity:
             inbound.translate_whole(flow, state)
         self._show_upstream(flow, state)
         flow.metadata[METADATA_KEY] = state.metadata()
         inbound.log_done(flow, state, flow.response.status_code)
+        self.usage.record(flow, state, flow.response.status_code, failed=state.relay_failure is not None)
 
     def error(self, flow: http.HTTPFlow) -> None:
         state = self._release(flow)
@@ -366,6 +379,7 @@ class Translate:
             if state.translator is not None and inbound.final_error_frame(flow, state, message, timed_out, self.idle_timeout):
                 flow.metadata[METADATA_KEY] = state.metadata()
                 inbound.log_dropped(flow, state)
+                self.usage.record(flow, state, flow.response.status_code if flow.response else 502, failed=True)
                 return
         if state.translator is not None and state.started:
             # Measured on mitmproxy 11.0.2 and 12.2.3: when the upstream dies mid-stream, the stream
@@ -381,6 +395,7 @@ class Translate:
             logger.warning("flow %s: connection failed (%s)", flow.id, message)
         flow.metadata[METADATA_KEY] = state.metadata()
         inbound.log_dropped(flow, state)
+        self.usage.record(flow, state, flow.response.status_code if flow.response else 502, failed=True)
 
     # -- internals
 
