@@ -4,7 +4,7 @@ corpus  sessions built from the real provider traffic in tests/corpus/ (source a
         ``source``; chunk boundaries are the SSE event boundaries and the timing is synthetic, 20 ms per
         event, because the cassettes do not keep either)
 fake    sessions recorded through a real mitmdump with the Recorder in front of the local fake upstream
-        (``dragoman.fake_upstream``): real chunking and timing, all three protocols
+        (``dragoman.demo``): real chunking and timing, all three protocols
 """
 
 from __future__ import annotations
@@ -185,7 +185,7 @@ FAKE_SESSIONS = {
 
 
 def build_fake() -> None:
-    from dragoman.fake_upstream import FakeUpstream
+    from dragoman.demo import FakeUpstream
     from e2e.conftest import free_port
     from e2e.conftest import wait_port
 

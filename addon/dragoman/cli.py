@@ -5,7 +5,7 @@ run            exec mitmdump with the Dragoman addon; convenience flags become `
 demo           the offline demo: the fake upstream (openai-chat) + mitmdump in reverse mode in front of it
 replay         exec mitmdump replaying a recording (reverse mode to a dead local port: no network, no key)
 record         exec mitmdump as ``run`` does, recording every exchange under DIR/<session>/
-fake-upstream  the scriptable fake LLM upstream alone (see ``dragoman.fake_upstream``)
+fake-upstream  the scriptable fake LLM upstream alone (see ``dragoman.demo``)
 env            the environment lines for a client (proxy, CA path), or the transparent / WireGuard recipe
                (``--transparent``, ``--wireguard``) - see ``dragoman.env``
 usage          the usage ledger as a table or JSON - see ``dragoman.ledger.report``
@@ -276,7 +276,7 @@ Scenarios: send the header x-fake-scenario: text|thinking|tools|error429|midstre
 
 
 def _cmd_demo(args: argparse.Namespace, extra: list[str]) -> int:
-    from dragoman.fake_upstream import FakeUpstream
+    from dragoman.demo import FakeUpstream
 
     fake = FakeUpstream(port=args.upstream_port, scenario="text", delay=args.delay).start()
     argv = build_mitmdump_argv(
@@ -298,9 +298,9 @@ def _cmd_demo(args: argparse.Namespace, extra: list[str]) -> int:
 
 
 def _cmd_fake(args: argparse.Namespace, extra: list[str]) -> int:
-    from dragoman import fake_upstream
+    from dragoman.demo import server
 
-    return fake_upstream.main(extra)
+    return server.main(extra)
 
 
 def local_ip() -> str | None:

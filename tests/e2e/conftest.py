@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from dragoman.fake_upstream import FakeUpstream
+from dragoman.demo import FakeUpstream
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "addon" / "dragoman.py"

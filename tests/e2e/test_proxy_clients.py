@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from dragoman import env as dragoman_env
-from dragoman.fake_upstream import FakeUpstream
+from dragoman.demo import FakeUpstream
 
 from .test_proxy_mode import RegularProxy
 

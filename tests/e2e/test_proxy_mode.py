@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from dragoman.fake_upstream import FakeUpstream
+from dragoman.demo import FakeUpstream
 
 from .conftest import SCRIPT
 from .conftest import free_port

@@ -13,8 +13,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from dragoman import fake_upstream as fu
-from dragoman.fake_upstream import FakeUpstream
+from dragoman import demo as fu
+from dragoman.demo import FakeUpstream
 from e2e.conftest import SCRIPT
 from e2e.conftest import free_port
 from e2e.conftest import mitmdump_bin

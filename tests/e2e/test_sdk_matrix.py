@@ -10,7 +10,7 @@ import importlib
 
 import pytest
 
-from dragoman import fake_upstream as fu
+from dragoman import demo as fu
 
 pytestmark = pytest.mark.e2e
 

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from functools import cache
 from unittest import mock
 
-from dragoman import fake_upstream as fu
+from dragoman import demo as fu
 from dragoman.ir.request import Message
 from dragoman.ir.request import Request
 from dragoman.protocols import Protocol

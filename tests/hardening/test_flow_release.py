@@ -20,7 +20,7 @@ from mitmproxy.proxy import mode_specs
 from mitmproxy.test import taddons
 from mitmproxy.test import tflow
 
-from dragoman import fake_upstream as fu
+from dragoman import demo as fu
 from dragoman.mitm import store
 from dragoman.mitm.recorder import Recorder
 from dragoman.mitm.replayer import TOKEN_HEADER

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from dragoman import fake_upstream as fu
+from dragoman import demo as fu
 from e2e.conftest import Proxy
 from validators import anthropic as va
 from validators import chat as vc

@@ -15,7 +15,7 @@ from mitmproxy.proxy import mode_specs
 from mitmproxy.test import taddons
 from mitmproxy.test import tflow
 
-from dragoman import fake_upstream as fu
+from dragoman import demo as fu
 from dragoman.mitm.translate_addon import Translate
 from validators import anthropic as va
 from validators import chat as vc

@@ -13,7 +13,7 @@ from mitmproxy.addons import save
 from mitmproxy.test import taddons
 from mitmproxy.test import tflow
 
-from dragoman import fake_upstream as fu
+from dragoman import demo as fu
 from dragoman.mitm import store
 from dragoman.mitm.recorder import UPSTREAM_CHUNKS_KEY
 from dragoman.mitm.recorder import Recorder

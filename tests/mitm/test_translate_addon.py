@@ -12,7 +12,7 @@ from mitmproxy.proxy import mode_specs
 from mitmproxy.test import taddons
 from mitmproxy.test import tflow
 
-from dragoman import fake_upstream as fu
+from dragoman import demo as fu
 from dragoman.mitm import inbound
 from dragoman.mitm.flowstate import METADATA_KEY
 from dragoman.mitm.translate_addon import Translate

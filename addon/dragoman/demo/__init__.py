@@ -1,0 +1,48 @@
+"""The offline demo's scriptable fake LLM upstream, speaking all three protocols (stdlib only, 127.0.0.1).
+
+``make run`` / ``python -m dragoman demo`` put mitmdump in front of it; ``python -m dragoman fake-upstream``
+runs it alone; the tests, the real-CLI tests (``agent`` scenario) and the benchmark (its own scenario)
+all use it. It does I/O: the sans-I/O core never imports it.
+
+  server.py        ``FakeUpstream``: the HTTP/1.1 server (asyncio), request log, stall/drop faults; the CLI
+  scenarios.py     the registry of named scenarios (text, thinking, tools, error429, midstream_error, ...)
+  agent.py         the ``agent`` scenario: a tool-using model for Claude Code / Codex tool loops
+  answer.py        ``Answer``: what the fake model says, whatever the protocol
+  anthropic.py, chat.py, responses.py   one answer written as each protocol's JSON body or SSE events
+  render.py        the dispatch to those three
+  wire.py          ``Request`` / ``Reply`` / SSE framing
+"""
+
+from dragoman.demo.scenarios import CUSTOM_CALL
+from dragoman.demo.scenarios import ERROR_429_MESSAGE
+from dragoman.demo.scenarios import PATCH
+from dragoman.demo.scenarios import SCENARIOS
+from dragoman.demo.scenarios import TEXT
+from dragoman.demo.scenarios import THINKING
+from dragoman.demo.scenarios import TOOL_CALLS
+from dragoman.demo.scenarios import anthropic_reply
+from dragoman.demo.scenarios import chat_reply
+from dragoman.demo.scenarios import responses_reply
+from dragoman.demo.server import FakeUpstream
+from dragoman.demo.server import RecordedRequest
+from dragoman.demo.wire import MIDSTREAM_ERROR_MESSAGE
+from dragoman.demo.wire import Reply
+from dragoman.demo.wire import Request
+
+__all__ = [
+    "CUSTOM_CALL",
+    "ERROR_429_MESSAGE",
+    "MIDSTREAM_ERROR_MESSAGE",
+    "PATCH",
+    "SCENARIOS",
+    "TEXT",
+    "THINKING",
+    "TOOL_CALLS",
+    "FakeUpstream",
+    "RecordedRequest",
+    "Reply",
+    "Request",
+    "anthropic_reply",
+    "chat_reply",
+    "responses_reply",
+]
