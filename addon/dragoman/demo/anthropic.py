@@ -41,7 +41,9 @@ def _stop_reason(answer: Answer) -> str:
     return "tool_use" if answer.calls else "max_tokens" if answer.length else "end_turn"
 
 
-def _message(answer: Answer, model: str, content: list[dict], stop: str | None, usage: dict) -> dict[str, Any]:
+def _message(
+    answer: Answer, model: str, content: list[dict[str, Any]], stop: str | None, usage: dict[str, int]
+) -> dict[str, Any]:
     return {
         "id": answer.ids.message,
         "type": "message",

@@ -34,7 +34,7 @@ def render(answer: Answer, request: Request) -> Reply:
 # -- whole objects ------------------------------------------------------------------------------------------
 
 
-def _response(answer: Answer, model: str, status: str, output: list[dict], usage: bool) -> dict[str, Any]:
+def _response(answer: Answer, model: str, status: str, output: list[dict[str, Any]], usage: bool) -> dict[str, Any]:
     return {
         "id": answer.ids.response,
         "object": "response",
