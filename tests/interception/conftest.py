@@ -28,7 +28,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from dragoman import fake_upstream as fake_llm  # the repo's fake LLM upstream: the one line to change when it moves
+from dragoman import demo as fake_llm  # the repo's fake LLM upstream: the one line to change when it moves
 
 from . import netlab
 
