@@ -9,7 +9,7 @@ import urllib.request
 
 import pytest
 
-from dragoman import fake_upstream as fu
+from dragoman import demo as fu
 from dragoman.sse import SSEDecoder
 from dragoman.translate.tokens import estimate_input_tokens
 

@@ -14,12 +14,18 @@ all use it. It does I/O: the sans-I/O core never imports it.
 """
 
 from dragoman.demo.scenarios import CUSTOM_CALL
+from dragoman.demo.scenarios import ENCRYPTED
 from dragoman.demo.scenarios import ERROR_429_MESSAGE
 from dragoman.demo.scenarios import PATCH
 from dragoman.demo.scenarios import SCENARIOS
+from dragoman.demo.scenarios import SIGNATURE
 from dragoman.demo.scenarios import TEXT
+from dragoman.demo.scenarios import TEXT_PIECES
 from dragoman.demo.scenarios import THINKING
+from dragoman.demo.scenarios import THINKING_PIECES
 from dragoman.demo.scenarios import TOOL_CALLS
+from dragoman.demo.scenarios import USAGE_IN
+from dragoman.demo.scenarios import USAGE_OUT
 from dragoman.demo.scenarios import anthropic_reply
 from dragoman.demo.scenarios import chat_reply
 from dragoman.demo.scenarios import responses_reply
@@ -28,21 +34,29 @@ from dragoman.demo.server import RecordedRequest
 from dragoman.demo.wire import MIDSTREAM_ERROR_MESSAGE
 from dragoman.demo.wire import Reply
 from dragoman.demo.wire import Request
+from dragoman.demo.wire import detect_protocol
 
 __all__ = [
     "CUSTOM_CALL",
+    "ENCRYPTED",
     "ERROR_429_MESSAGE",
+    "FakeUpstream",
     "MIDSTREAM_ERROR_MESSAGE",
     "PATCH",
-    "SCENARIOS",
-    "TEXT",
-    "THINKING",
-    "TOOL_CALLS",
-    "FakeUpstream",
     "RecordedRequest",
     "Reply",
     "Request",
+    "SCENARIOS",
+    "SIGNATURE",
+    "TEXT",
+    "TEXT_PIECES",
+    "THINKING",
+    "THINKING_PIECES",
+    "TOOL_CALLS",
+    "USAGE_IN",
+    "USAGE_OUT",
     "anthropic_reply",
     "chat_reply",
+    "detect_protocol",
     "responses_reply",
 ]
