@@ -136,6 +136,7 @@ def world(tmp_path_factory):
         "limited1": KeyedUpstream("openai-chat", always=Rule(429, retry_after="7")),
         "limited2": KeyedUpstream("anthropic", always=Rule(429, retry_after="11")),
         "dropper": KeyedUpstream("openai-chat", rules={"key-drop": Rule(action="drop")}),
+        "revoked": KeyedUpstream("anthropic", rules={"key-revoked": Rule(401)}),
     }
     refused = closed_port()
     text = f"""
@@ -172,6 +173,10 @@ upstreams:
     protocol: openai-chat
     base_url: {fakes['dropper'].url}/v1
     keys: [key-drop]
+  - name: revoked
+    protocol: anthropic
+    base_url: {fakes['revoked'].url}
+    keys: [key-revoked, key-valid]
   - name: refused
     protocol: anthropic
     base_url: http://127.0.0.1:{refused}
@@ -189,6 +194,8 @@ routes:
     to: [limited1, limited2]
   - match: "drop-*"
     to: [dropper, chat_b]
+  - match: "revoked-*"
+    to: [revoked]
   - match: "refused-*"
     to: [refused, chat_b/after-refusal]
 limits:
@@ -227,6 +234,17 @@ def test_key_rotation_and_failover_per_client(world, client, stream):
     assert asked(fakes["anth"], n0) == ["key-anth"]  # 503: upstream-bound, next entry
     assert asked(fakes["chat_b"], b0) == ["key-b"]
     assert fakes["chat_b"].requests[-1].body["model"] == "backup-model"
+
+
+def test_401_benches_the_key(world):
+    proxy, fakes = world
+    for _ in range(3):
+        status, _, body = proxy.call("openai-chat", "revoked-model", False)
+        assert status == 200, body[:300]
+    assert fakes["revoked"].keys_seen() == ["key-revoked", "key-valid", "key-valid", "key-valid"]
+    log = proxy.log()
+    assert log.count("upstream revoked: key 0 (key #1) rests for 3600 s: HTTP 401: refused, benched") == 1
+    assert "key-revoked" not in log
 
 
 def test_client_key_never_reaches_an_upstream(world):

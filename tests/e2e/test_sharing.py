@@ -107,3 +107,29 @@ def test_client_keys_ledger_and_no_key_anywhere(team):
             secret = secret if isinstance(secret, bytes) else secret.encode()
             assert secret not in blob, name
     assert b"client alice" in blobs["log"]
+
+
+def test_refuses_to_expose_upstream_keys_without_client_keys(tmp_path):
+    from .conftest import SCRIPT
+    from .conftest import free_port
+    from .conftest import mitmdump_bin
+
+    base = [mitmdump_bin(), "-s", str(SCRIPT), "-p", str(free_port()), "--set", f"confdir={tmp_path / 'c'}",
+            "--mode", "reverse:http://127.0.0.1:9", "--set", "dragoman_target=openai-chat",
+            "--set", "dragoman_api_key=sk-upstream-secret-77"]
+    proc = subprocess.run(base, capture_output=True, text=True, timeout=60)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "listen beyond loopback" in out and "--listen-host 127.0.0.1" in out
+    assert "sk-upstream-secret-77" not in out
+    # the opt-out starts (and is stopped here once it listens)
+    port = free_port()
+    argv = [*base[:4], str(port), *base[5:], "--set", "dragoman_allow_remote=true"]
+    live = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        from .conftest import wait_port
+
+        wait_port(port, live)
+    finally:
+        live.terminate()
+        live.wait(timeout=10)
