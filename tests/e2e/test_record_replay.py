@@ -133,7 +133,7 @@ def test_replay_without_upstream_is_byte_identical_with_the_recorded_timing(reco
     assert got_body == live_body
     assert len(got_times) == len(live_times) >= 8, (got_times, live_times)
     gaps = [abs(a - b) for a, b in zip(got_times, live_times, strict=True)]
-    assert max(gaps) < 0.05, list(zip(got_times, live_times, strict=True))
+    assert max(gaps) < 0.1, list(zip(got_times, live_times, strict=True))  # offsets are ~0.2 s apart
 
 
 def test_the_same_session_replays_to_chat_and_responses_clients(replay):

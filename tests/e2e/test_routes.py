@@ -137,6 +137,7 @@ def world(tmp_path_factory):
         "limited2": KeyedUpstream("anthropic", always=Rule(429, retry_after="11")),
         "dropper": KeyedUpstream("openai-chat", rules={"key-drop": Rule(action="drop")}),
         "revoked": KeyedUpstream("anthropic", rules={"key-revoked": Rule(401)}),
+        "anth_ok": KeyedUpstream("anthropic"),
     }
     refused = closed_port()
     text = f"""
@@ -177,6 +178,10 @@ upstreams:
     protocol: anthropic
     base_url: {fakes['revoked'].url}
     keys: [key-revoked, key-valid]
+  - name: anth_ok
+    protocol: anthropic
+    base_url: {fakes['anth_ok'].url}
+    keys: [key-anth-ok]
   - name: refused
     protocol: anthropic
     base_url: http://127.0.0.1:{refused}
@@ -194,6 +199,12 @@ routes:
     to: [limited1, limited2]
   - match: "drop-*"
     to: [dropper, chat_b]
+  - match: "to-anthropic"
+    to: [anth_ok/claude-sonnet-4-5]
+  - match: "to-openai-chat"
+    to: [chat_b/gpt-4.1]
+  - match: "to-openai-responses"
+    to: [resp/gpt-5]
   - match: "revoked-*"
     to: [revoked]
   - match: "refused-*"
@@ -234,6 +245,26 @@ def test_key_rotation_and_failover_per_client(world, client, stream):
     assert asked(fakes["anth"], n0) == ["key-anth"]  # 503: upstream-bound, next entry
     assert asked(fakes["chat_b"], b0) == ["key-b"]
     assert fakes["chat_b"].requests[-1].body["model"] == "backup-model"
+
+
+UPSTREAM_FAKE = {"anthropic": "anth_ok", "openai-chat": "chat_b", "openai-responses": "resp"}
+
+
+@pytest.mark.parametrize("upstream", list(UPSTREAM_FAKE))
+@pytest.mark.parametrize("client", ["anthropic", "openai-chat", "openai-responses"])
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "json"])
+def test_every_client_protocol_onto_every_upstream_protocol(world, client, upstream, stream):
+    proxy, fakes = world
+    fake = fakes[UPSTREAM_FAKE[upstream]]
+    n0 = len(fake.requests)
+    status, headers, body = proxy.call(client, f"to-{upstream}", stream)
+    assert status == 200, body[:300]
+    if client != upstream:  # same protocol: the upstream's bytes, untouched
+        validate(client, stream, body)
+    assert headers["x-dragoman-route"].startswith(UPSTREAM_FAKE[upstream] + "/")
+    assert len(fake.requests) == n0 + 1 and fake.requests[-1].path.endswith(
+        {"anthropic": "/v1/messages", "openai-chat": "/v1/chat/completions", "openai-responses": "/v1/responses"}[upstream]
+    )
 
 
 def test_401_benches_the_key(world):
