@@ -9,8 +9,11 @@ one JSON scenario per stdin line, one JSON result per stdout line. The scenario:
   test_id   sent as header x-test-id so the test can find the upstream request
   api_key   the client's key (default "test-client-key")
 
+  n         (Chat only, optional) the number of choices to ask for
+
 The result: {"ok": true, text, thinking, signature, tool_calls: [{id, name, arguments}], stop, model,
-first_delta_s, total_s} or {"ok": false, error_type, status, message, first_delta_s, total_s}.
+refusal, first_delta_s, total_s} or {"ok": false, error_type, status, message, first_delta_s, total_s}.
+``text``/``refusal``/``stop`` are choice 0's; a Chat result also has ``choices`` (every choice's text).
 Runs on any interpreter that has the ``anthropic`` and ``openai`` SDKs (kept out of the proxy's venv on 3.11).
 """
 
@@ -134,6 +137,8 @@ def run_chat(sc: dict, timer: Timer) -> dict:
         ]
     if sc["scenario"] == "thinking":
         kwargs["reasoning_effort"] = "low"
+    if sc.get("n"):
+        kwargs["n"] = sc["n"]
     out: dict = {
         "ok": True,
         "text": "",
@@ -147,6 +152,8 @@ def run_chat(sc: dict, timer: Timer) -> dict:
         resp = client.chat.completions.create(**kwargs)
         msg = resp.choices[0].message
         out["text"] = msg.content or ""
+        out["refusal"] = msg.refusal
+        out["choices"] = [c.message.content or "" for c in resp.choices]
         out["thinking"] = (msg.model_extra or {}).get("reasoning_content") or ""
         for tc in msg.tool_calls or []:
             out["tool_calls"].append(
@@ -156,6 +163,7 @@ def run_chat(sc: dict, timer: Timer) -> dict:
         out["model"] = resp.model
         return out
     calls: dict[int, dict] = {}
+    texts: dict[int, str] = {}
     stream = client.chat.completions.create(stream=True, stream_options={"include_usage": True}, **kwargs)
     for chunk in stream:
         out["model"] = chunk.model
@@ -163,7 +171,11 @@ def run_chat(sc: dict, timer: Timer) -> dict:
             d = choice.delta
             if d.content:
                 timer.delta()
-                out["text"] += d.content
+                texts[choice.index] = texts.get(choice.index, "") + d.content
+            if choice.index != 0:  # another choice (n > 1): only its text is kept
+                continue
+            if d.refusal:
+                out["refusal"] = (out.get("refusal") or "") + d.refusal
             rc = (d.model_extra or {}).get("reasoning_content")
             if rc:
                 out["thinking"] += rc
@@ -180,6 +192,8 @@ def run_chat(sc: dict, timer: Timer) -> dict:
     for i in sorted(calls):
         c = calls[i]
         out["tool_calls"].append({"id": c["id"], "name": c["name"], "arguments": json.loads(c["arguments"] or "{}")})
+    out["text"] = texts.get(0, "")
+    out["choices"] = [texts[i] for i in sorted(texts)]
     return out
 
 
@@ -240,6 +254,8 @@ def run_responses(sc: dict, timer: Timer) -> dict:
             for part in item.content:
                 if part.type == "output_text":
                     out["text"] += part.text
+                elif part.type == "refusal":
+                    out["refusal"] = (out.get("refusal") or "") + part.refusal
         elif item.type == "reasoning":
             out["thinking"] += "".join(s.text for s in item.summary or [])
             out["signature"] = item.encrypted_content

@@ -45,3 +45,20 @@ def test_responses_incomplete_roundtrip(reason):
     assert mapping.RESPONSES_INCOMPLETE_TO_IR[detail] is reason
     assert mapping.IR_TO_RESPONSES_STATUS[StopReason.TOOL_USE] == ("completed", None)
     assert mapping.IR_TO_RESPONSES_STATUS[StopReason.ERROR] == ("failed", None)
+
+
+@pytest.mark.parametrize(
+    "stop,refused,expected",
+    [
+        (StopReason.END_TURN, True, StopReason.REFUSAL),  # Chat refusal + "stop", a Responses refusal part
+        (None, True, StopReason.REFUSAL),
+        (StopReason.REFUSAL, True, StopReason.REFUSAL),
+        (StopReason.MAX_TOKENS, True, StopReason.MAX_TOKENS),  # cut short: that is the stop reason
+        (StopReason.TOOL_USE, True, StopReason.TOOL_USE),
+        (StopReason.END_TURN, False, StopReason.END_TURN),
+        (None, False, None),
+        (StopReason.REFUSAL, False, StopReason.REFUSAL),  # content_filter without refusal text
+    ],
+)
+def test_refused_stop(stop, refused, expected):
+    assert mapping.refused_stop(stop, refused) is expected

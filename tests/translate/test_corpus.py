@@ -79,6 +79,8 @@ def canonical_stop(s: Summary, proto: Protocol) -> str | None:
         c = {"completed": "end", "failed": "error", "incomplete:max_output_tokens": "length", "incomplete:content_filter": "refusal"}.get(r, "other")
     if c == "end" and s.tool_calls:
         c = "tool"  # Responses has no tool stop; Chat providers sometimes say "stop" after tool calls
+    if c == "end" and s.refusal:
+        c = "refusal"  # Chat/Responses refusal content with a normal end; Anthropic says it with its stop reason
     return c
 
 

@@ -1,4 +1,5 @@
-"""Request translation (``translate.request``): what it leaves on the Context for the response side."""
+"""Request translation (``translate.request``): what it leaves on the Context for the response side, and
+which upstream may receive a Chat client's ``n > 1`` (a Chat upstream, untouched; elsewhere a 400)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import pytest
 
 from conftest import run_stream
 from corpus_loader import samples
+from dragoman.errors import UnsupportedFeatureError
 from dragoman.protocols import Protocol
 from dragoman.protocols import get_codec
 from dragoman.protocols.base import Context
@@ -86,3 +88,28 @@ def test_chat_upstream_stream_to_an_anthropic_client_estimate_first_real_figures
     )
     u = events["message_delta"]["usage"]
     assert u["input_tokens"] + u["cache_read_input_tokens"] + u["cache_creation_input_tokens"] == prompt
+
+
+CHAT_N3 = json.dumps(
+    {"model": "gpt-4o", "n": 3, "messages": [{"role": "user", "content": "What's the weather like in SF?"}]}
+).encode()
+
+
+def test_chat_client_n3_to_a_chat_upstream_is_passed_through_byte_for_byte():
+    plan = Plan(Protocol.OPENAI_CHAT, Protocol.OPENAI_CHAT)
+    ctx = Context()
+    out = translate_request(CHAT_N3, plan, ctx)
+    assert out.body is CHAT_N3 and ctx.dropped.fields == []
+    cr = decode_client_request(CHAT_N3, Protocol.OPENAI_CHAT)
+    assert json.loads(encode_upstream_request(cr, plan, Context(), "other-model"))["n"] == 3  # a mapped model too
+
+
+@pytest.mark.parametrize("upstream", [Protocol.ANTHROPIC_MESSAGES, Protocol.OPENAI_RESPONSES])
+def test_chat_client_n3_to_a_one_answer_upstream_is_unsupported(upstream):
+    cr = decode_client_request(CHAT_N3, Protocol.OPENAI_CHAT)
+    with pytest.raises(UnsupportedFeatureError, match=r"n > 1") as ei:
+        encode_upstream_request(cr, Plan(Protocol.OPENAI_CHAT, upstream), Context(), "m")
+    assert ei.value.status_hint == 400
+    one = json.dumps({"model": "m", "n": 1, "messages": [{"role": "user", "content": "hi"}]}).encode()
+    body = json.loads(translate_request(one, Plan(Protocol.OPENAI_CHAT, upstream), Context()).body)
+    assert "n" not in body and body["model"] == "m"

@@ -14,7 +14,9 @@ Tolerated in real recordings only (``strict=False``), each seen in tests/corpus:
   choices (DeepSeek, xAI, OpenRouter send it on the finish chunk instead of a separate chunk);
 * an error chunk after ``finish_reason`` still followed by ``[DONE]`` (OpenRouter), and Groq's
   ``event: error`` frame for an in-band error;
-* an unterminated last event (no blank line at EOF) and a missing ``[DONE]`` (chunks files).
+* an unterminated last event (no blank line at EOF) and a missing ``[DONE]`` (chunks files);
+* several choices (``n > 1``, openai-python's live recordings): chunks of choices 1, 2, ... interleave
+  with choice 0's; the summary is choice 0, the one answer a single-answer client reads.
 """
 
 from __future__ import annotations
@@ -109,9 +111,12 @@ def validate_stream(data: bytes, *, strict: bool = True) -> Summary:
         if choices == []:
             need(obj.get("usage") is not None or not strict, f"{where}: a chunk with choices: [] must carry usage")
             continue
-        need(len(choices) == 1, f"{where}: exactly one choice expected, got {len(choices)}")
-        ch = choices[0]
-        need(ch.get("index") == 0, f"{where}: choice index must be 0")
+        need(len(choices) == 1 or not strict, f"{where}: exactly one choice expected, got {len(choices)}")
+        need(all(isinstance(c, dict) and is_int(c.get("index")) for c in choices), f"{where}: choices[].index must be an int")
+        need(choices[0]["index"] == 0 or not strict, f"{where}: choice index must be 0")
+        ch = next((c for c in choices if c["index"] == 0), None)
+        if ch is None:
+            continue  # another choice of an n > 1 answer (non-strict only)
         if strict:
             need(not usage_seen, f"{where}: choice chunk after the usage chunk")
         fr = ch.get("finish_reason")
@@ -200,7 +205,7 @@ def validate_completion(body: bytes | str | dict, *, strict: bool = True) -> Sum
     need(is_int(obj.get("created")), "created must be an int")
     need(isinstance(obj.get("model"), str), "model must be a string")
     ch = obj.get("choices")
-    need(isinstance(ch, list) and len(ch) == 1, "exactly one choice expected")
+    need(isinstance(ch, list) and (len(ch) == 1 or (ch and not strict)), "exactly one choice expected")
     c = ch[0]
     need(c.get("index") == 0, "choice index must be 0")
     need(c.get("finish_reason") in FINISH_REASONS, f"finish_reason {c.get('finish_reason')!r} not allowed")

@@ -56,6 +56,17 @@ def anthropic_stop(value: str | None) -> StopReason | None:
     return ANTHROPIC_TO_IR.get(value, StopReason.END_TURN)
 
 
+def refused_stop(stop: StopReason | None, refused: bool) -> StopReason | None:
+    """The stop reason for a client whose protocol says "refused" only by its stop reason (Anthropic).
+
+    A reply that carried refusal content (Chat ``refusal``, a Responses ``refusal`` part; ``refused``) and
+    otherwise ended normally ended because the model refused. Chat and Responses keep the upstream's own
+    reason next to their refusal content (``stop``, ``completed``), as OpenAI sends them."""
+    if refused and (stop is None or stop is StopReason.END_TURN):
+        return StopReason.REFUSAL
+    return stop
+
+
 def chat_stop(value: str | None) -> StopReason | None:
     if value is None:
         return None

@@ -177,6 +177,8 @@ class Request:
     response_format: ResponseFormat | None = None
     #: the client asked for a usage chunk (Chat ``stream_options.include_usage``)
     include_usage: bool | None = None
+    #: how many answers the client asked for (Chat ``n``); only a Chat upstream can give more than one
+    n: int | None = None
     #: fields of the source request the IR could not carry (names only)
     dropped: Dropped = field(default_factory=Dropped)
     #: protocol-specific passthrough extras the same-family encoder may reuse (never bodies of other fields)

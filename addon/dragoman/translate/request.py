@@ -11,6 +11,7 @@ from typing import Any
 
 import orjson
 
+from dragoman.errors import UnsupportedFeatureError
 from dragoman.ir.request import Request
 from dragoman.protocols import Protocol
 from dragoman.protocols import get_codec
@@ -53,8 +54,12 @@ def decode_client_request(body: bytes, client: Protocol) -> ClientRequest:
 
 
 def encode_upstream_request(cr: ClientRequest, plan: Plan, ctx: Context, model: str) -> bytes:
-    """The upstream body for ``plan.upstream`` asking for ``model``; fills ``ctx`` (request, dropped)."""
+    """The upstream body for ``plan.upstream`` asking for ``model``; fills ``ctx`` (request, dropped).
+
+    Raises ``UnsupportedFeatureError`` for a request only a Chat upstream can serve (``n > 1``)."""
     req = cr.request
+    if req.n is not None and req.n > 1 and plan.upstream is not Protocol.OPENAI_CHAT:
+        raise UnsupportedFeatureError("n > 1 (several choices) is not supported by the translated upstream")
     req.model = model
     ctx.request = req
     for name in req.dropped.fields:

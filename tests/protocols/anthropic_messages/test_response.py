@@ -125,3 +125,15 @@ def test_response_round_trip(sample):
     assert out["id"] == body["id"] and out["stop_reason"] == body["stop_reason"]
     for k in ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"):
         assert out["usage"][k] == (body["usage"].get(k) or 0)
+
+
+@pytest.mark.parametrize(
+    "stop,expected", [(StopReason.END_TURN, "refusal"), (None, "refusal"), (StopReason.MAX_TOKENS, "max_tokens")]
+)
+def test_encode_response_refusal_part_says_refusal_in_the_stop_reason(stop, expected):
+    resp = Response(id="chatcmpl-1", model="gpt", content=[RefusalPart("I can't help with that.")], stop_reason=stop)
+    out = CODEC.encode_response(resp, Context())
+    assert out["content"] == [{"type": "text", "text": "I can't help with that."}]
+    assert out["stop_reason"] == expected
+    plain = CODEC.encode_response(Response(id="x", model="m", content=[TextPart("ok")], stop_reason=stop), Context())
+    assert plain["stop_reason"] == {StopReason.END_TURN: "end_turn", None: None}.get(stop, "max_tokens")

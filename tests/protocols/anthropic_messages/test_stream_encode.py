@@ -417,3 +417,23 @@ def test_message_start_keeps_the_upstreams_own_input_figure():
     # no estimate on the context (a non-Anthropic client's request, a whole response): 0 as the API has it
     out = encode_ir([MessageStart("m", "c"), MessageStop()], Context())
     assert _usage_of(out, "message_start")["input_tokens"] == 0
+
+
+@pytest.mark.parametrize(
+    "stop,expected",
+    [(StopReason.END_TURN, "refusal"), (None, "refusal"), (StopReason.MAX_TOKENS, "max_tokens"), ("none", "refusal")],
+)
+def test_refusal_block_says_refusal_in_the_stop_reason(stop, expected):
+    # a Chat refusal (finish_reason "stop") or a Responses refusal part: Anthropic says it with stop_reason;
+    # "none": no MessageDelta at all (the encoder writes the message_delta itself)
+    end = [MessageStop()] if stop == "none" else [MessageDelta(stop, Usage(output_tokens=2)), MessageStop()]
+    refusal = [MessageStart("x", "m"), BlockStart(0, BlockKind.REFUSAL), TextDelta(0, "I can't"), BlockStop(0)]
+    evs = check_wire_order(encode_ir(refusal + end))
+    assert evs[1]["content_block"] == {"type": "text", "text": ""}
+    assert [e["delta"]["text"] for e in evs if e["type"] == "content_block_delta"] == ["I can't"]
+    assert [e["delta"]["stop_reason"] for e in evs if e["type"] == "message_delta"] == [expected]
+    text = [MessageStart("x", "m"), BlockStart(0, BlockKind.TEXT), TextDelta(0, "ok"), BlockStop(0)]
+    evs = check_wire_order(encode_ir(text + end))
+    assert [e["delta"]["stop_reason"] for e in evs if e["type"] == "message_delta"] == [
+        "max_tokens" if stop is StopReason.MAX_TOKENS else "end_turn"
+    ]

@@ -45,7 +45,9 @@ def decode_stream(pieces: list[bytes], ctx: Context | None = None) -> list[Any]:
 
 
 def accumulate_raw(body: bytes) -> dict[str, Any]:
-    """Independent accumulation of raw Chat chunks (no Dragoman code besides the SSE framing)."""
+    """Independent accumulation of raw Chat chunks (no Dragoman code besides the SSE framing).
+
+    Choice 0 only: the one answer a client of a single-answer protocol gets (``n > 1`` recordings)."""
     acc: dict[str, Any] = {
         "text": "",
         "reasoning": "",
@@ -66,6 +68,8 @@ def accumulate_raw(body: bytes) -> dict[str, Any]:
         if obj.get("usage"):
             acc["usage"] = obj["usage"]
         for ch in obj.get("choices") or []:
+            if ch.get("index", 0) != 0:
+                continue
             d = ch.get("delta") or {}
             r = d.get("reasoning_content") or d.get("reasoning")
             if r:

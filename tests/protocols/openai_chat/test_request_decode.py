@@ -8,7 +8,6 @@ import pytest
 
 from corpus_loader import requests
 from dragoman.errors import ClientRequestError
-from dragoman.errors import UnsupportedFeatureError
 from dragoman.ir.request import FilePart
 from dragoman.ir.request import ImagePart
 from dragoman.ir.request import TextPart
@@ -214,10 +213,12 @@ def test_invalid_requests(body, fragment):
     assert fragment in str(ei.value)
 
 
-def test_n_greater_than_one_unsupported():
-    with pytest.raises(UnsupportedFeatureError):
-        CODEC.decode_request({"model": "m", "messages": [], "n": 2})
-    assert CODEC.decode_request({"model": "m", "messages": [], "n": 1}).model == "m"
+def test_n_is_kept_for_the_upstream_to_decide():
+    # only a Chat upstream can answer n > 1 (translate.request decides, once the upstream is known)
+    req = CODEC.decode_request({"model": "m", "messages": [], "n": 3})
+    assert req.n == 3 and "n" not in req.dropped.fields
+    assert CODEC.decode_request({"model": "m", "messages": [], "n": 1}).n == 1
+    assert CODEC.decode_request({"model": "m", "messages": []}).n is None
 
 
 def test_reasoning_effort_none_disables():

@@ -11,6 +11,7 @@ from dragoman.errors import UpstreamProtocolError
 from dragoman.ir.common import StopReason
 from dragoman.ir.common import Usage
 from dragoman.ir.mapping import chat_stop
+from dragoman.ir.request import RefusalPart
 from dragoman.ir.request import Request
 from dragoman.ir.request import TextPart
 from dragoman.ir.request import ThinkingPart
@@ -126,3 +127,30 @@ def test_response_encode():
     back = CODEC.decode_response(out, Context())
     assert back.content[1:] == [TextPart("ab"), ToolCallPart(id="t", name="f", arguments='{"x":1}')]
     assert CODEC.encode_response(Response(id="chatcmpl-x", model="m"), Context())["id"] == "chatcmpl-x"
+
+
+def _body(name: str) -> dict:
+    return json.loads(next(s for s in BODIES if s.name == name).body)
+
+
+def test_real_n3_body_gives_choice_0_and_reports_the_rest():
+    ctx = Context()
+    resp = CODEC.decode_response(_body("chat/openai-python__json-n3-choices.json"), ctx)
+    assert resp.content == [TextPart('{"city":"San Francisco","temperature":64,"units":"f"}')]  # choice 0
+    assert ctx.dropped.fields == ["choices[1:]"]
+    ctx = Context()
+    CODEC.decode_response(_body("chat/openai-python__json-refusal.json"), ctx)
+    assert ctx.dropped.fields == []
+
+
+def test_real_refusal_body_round_trips_as_refusal():
+    resp = CODEC.decode_response(_body("chat/openai-python__json-refusal.json"), Context())
+    assert resp.content == [RefusalPart("I'm very sorry, but I can't assist with that.")]
+    assert resp.stop_reason is StopReason.END_TURN  # OpenAI ends a refusal with "stop"
+    out = CODEC.encode_response(resp, Context())
+    msg = out["choices"][0]["message"]
+    assert (msg["content"], msg["refusal"], out["choices"][0]["finish_reason"]) == (
+        None,
+        "I'm very sorry, but I can't assist with that.",
+        "stop",
+    )

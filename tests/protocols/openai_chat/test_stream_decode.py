@@ -224,3 +224,103 @@ def test_groq_error_event_without_error_key():
     evs = dec.feed(SSEEvent(data='{"message":"boom"}', event="error"))
     assert type(evs[0]) is StreamError and evs[0].error.message == "boom"
     assert dec.done and dec.feed(SSEEvent(data="[DONE]")) == [] and dec.close() == []
+
+
+# ---------------------------------------------------------------- several choices (n > 1)
+
+
+def _choices(*choices, usage=None):
+    obj = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 5, "model": "m", "choices": list(choices)}
+    if usage is not None:
+        obj["usage"] = usage
+    return b"data: " + json.dumps(obj).encode() + b"\n\n"
+
+
+def _c(index, delta=None, finish=None):
+    return {"index": index, "delta": delta or {}, "finish_reason": finish}
+
+
+def _essence(events):
+    acc = accumulate_ir(events)
+    return acc["text"], acc["reasoning"], [(t["id"], t["name"], t["arguments"]) for t in acc["tools"]], acc["stop"]
+
+
+N3 = next(s for s in STREAMS if s.name == "chat/openai-python__stream-n3-choices.sse")
+
+
+def test_real_n3_stream_gives_choice_0_only_and_reports_the_rest():
+    want = '{"city":"San Francisco","temperature":65,"units":"f"}'  # choice 0 of the live recording
+    for label, pieces in chunkings(N3.body):
+        ctx = Context()
+        events = decode_stream(pieces, ctx)
+        assert _essence(events) == (want, "", [], StopReason.END_TURN), label
+        assert [e.kind for e in events if type(e) is BlockStart] == [BlockKind.TEXT], label
+        assert events[-2].usage.output_tokens == 42  # the upstream's figure (all choices)
+        assert ctx.dropped.fields == ["choices[1:]"], label
+
+
+def test_several_choices_in_one_chunk_and_choices_after_choice_0_finished():
+    body = b"".join(
+        [
+            _choices(_c(0, {"role": "assistant", "content": ""}), _c(1, {"role": "assistant", "content": ""})),
+            _choices(_c(1, {"content": "B1 "}), _c(0, {"content": "A1 "})),  # choice 0 second in the list
+            _choices(_c(0, {"reasoning_content": "hm"})),
+            _choices(_c(1, {"content": "B2"})),
+            _choices(_c(0, {"content": "A2"}), _c(1, _tc(0, "call_b", "f", "{}"))),
+            _choices(_c(0, finish="stop")),
+            _choices(_c(1, {"content": "B3"})),  # choice 1 goes on after choice 0 finished
+            _choices(_c(1, finish="length")),
+            _choices(usage={"prompt_tokens": 4, "completion_tokens": 9}),
+            b"data: [DONE]\n\n",
+        ]
+    )
+    for label, pieces in chunkings(body):
+        ctx = Context()
+        events = decode_stream(pieces, ctx)
+        assert _essence(events) == ("A1 A2", "hm", [], StopReason.END_TURN), label
+        assert events[-2].usage.input_tokens == 4 and ctx.dropped.fields == ["choices[1:]"], label
+
+
+def test_choice_without_index_is_choice_0_and_one_choice_drops_nothing():
+    body = (
+        _choices({"delta": {"content": "hi"}}) + _choices({"delta": {}, "finish_reason": "stop"}) + b"data: [DONE]\n\n"
+    )
+    ctx = Context()
+    assert _essence(decode_stream([body], ctx))[0] == "hi" and ctx.dropped.fields == []
+    ctx = Context()
+    decode_stream([INTERLEAVED], ctx)
+    assert ctx.dropped.fields == []
+
+
+def test_tool_calls_of_another_choice_never_reach_choice_0():
+    body = b"".join(
+        [
+            _choices(_c(0, _tc(0, "call_a", "weather", '{"city":"Paris"}'))),
+            _choices(_c(1, _tc(0, "call_b", "time", '{"tz":'))),
+            _choices(_c(1, _tc(0, args='"CET"}'))),
+            _choices(_c(0, finish="tool_calls"), _c(1, finish="tool_calls")),
+            b"data: [DONE]\n\n",
+        ]
+    )
+    for label, pieces in chunkings(body):
+        ctx = Context()
+        events = decode_stream(pieces, ctx)
+        assert _essence(events) == ("", "", [("call_a", "weather", '{"city":"Paris"}')], StopReason.TOOL_USE), label
+        assert ctx.dropped.fields == ["choices[1:]"]
+
+
+# ---------------------------------------------------------------- refusals
+
+
+REFUSAL = next(s for s in STREAMS if s.name == "chat/openai-python__stream-refusal.sse")
+
+
+def test_real_refusal_stream_is_one_refusal_block():
+    for label, pieces in chunkings(REFUSAL.body):
+        events = decode_stream(pieces)
+        assert [e.kind for e in events if type(e) is BlockStart] == [BlockKind.REFUSAL], label
+        acc = accumulate_ir(events)
+        assert acc["refusal"] == "I'm sorry, I can't assist with that request." and acc["text"] == ""
+        # OpenAI ends a refusal with "stop": the IR keeps it; a client protocol without refusal content
+        # (Anthropic) turns it into its own refusal stop reason (ir.mapping.refused_stop)
+        assert acc["stop"] is StopReason.END_TURN

@@ -20,6 +20,7 @@ from dragoman.ir import carry
 from dragoman.ir.common import Usage
 from dragoman.ir.mapping import IR_TO_ANTHROPIC
 from dragoman.ir.mapping import anthropic_stop
+from dragoman.ir.mapping import refused_stop
 from dragoman.ir.request import CUSTOM_TOOL_PARAM
 from dragoman.ir.request import RefusalPart
 from dragoman.ir.request import TextPart
@@ -160,13 +161,14 @@ def _part_to_wire(p: OutputPart, ctx: Context) -> dict[str, Any] | None:
 
 def encode_response(resp: Response, ctx: Context) -> dict[str, Any]:
     content = [b for b in (_part_to_wire(p, ctx) for p in resp.content) if b is not None]
+    stop = refused_stop(resp.stop_reason, any(type(p) is RefusalPart for p in resp.content))
     return {
         "id": message_id(resp.id),
         "type": "message",
         "role": "assistant",
         "model": resp.model,
         "content": content,
-        "stop_reason": IR_TO_ANTHROPIC[resp.stop_reason] if resp.stop_reason is not None else None,
+        "stop_reason": IR_TO_ANTHROPIC[stop] if stop is not None else None,
         "stop_sequence": resp.stop_sequence,
         "usage": usage_to_wire(resp.usage),
     }

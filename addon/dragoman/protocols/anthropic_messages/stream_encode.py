@@ -40,6 +40,7 @@ from dragoman.ir.events import TextDelta
 from dragoman.ir.events import ThinkingDelta
 from dragoman.ir.events import ToolArgsDelta
 from dragoman.ir.mapping import IR_TO_ANTHROPIC
+from dragoman.ir.mapping import refused_stop
 from dragoman.ir.request import CUSTOM_TOOL_PARAM
 from dragoman.protocols._checks import safe_message
 from dragoman.protocols.anthropic_messages.errors import error_type
@@ -100,6 +101,7 @@ class AnthropicStreamEncoder(StreamEncoder):
         self._open: OutBlock | None = None
         self._queue: list[int] = []
         self._next_index = 0
+        self._refused = False  # a refusal block was seen: the stop reason says so (``refused_stop``)
 
     # -- framing helpers
 
@@ -302,6 +304,8 @@ class AnthropicStreamEncoder(StreamEncoder):
             raise UpstreamProtocolError(f"duplicate BlockStart for index {ev.index} in phase {self.phase.name}")
         b = OutBlock(ev, _FAST_EVENT.get(ev.kind))
         self._blocks[ev.index] = b
+        if ev.kind is BlockKind.REFUSAL:
+            self._refused = True
         if not self._make_live(out, b):
             self._queue.append(ev.index)
 
@@ -312,9 +316,10 @@ class AnthropicStreamEncoder(StreamEncoder):
         if self.phase is EncPhase.STARTED:
             out += encode_json("ping", {"type": "ping"})
         usage = usage_to_wire(ev.usage) if ev.usage is not None else {"output_tokens": 0}
+        # an upstream that ended without saying why (a null or unknown reason): the turn ended, as in Chat
+        stop = refused_stop(ev.stop_reason, self._refused) or StopReason.END_TURN
         delta = {
-            # an upstream that ended without saying why (a null or unknown reason): the turn ended, as in Chat
-            "stop_reason": IR_TO_ANTHROPIC[ev.stop_reason if ev.stop_reason is not None else StopReason.END_TURN],
+            "stop_reason": IR_TO_ANTHROPIC[stop],
             "stop_sequence": ev.stop_sequence,
         }
         out += encode_json("message_delta", {"type": "message_delta", "delta": delta, "usage": usage})
@@ -323,7 +328,8 @@ class AnthropicStreamEncoder(StreamEncoder):
     def _message_stop(self, out: bytearray) -> None:
         if self.phase is not EncPhase.ENDING:
             self._finish_blocks(out)
-            delta = {"stop_reason": IR_TO_ANTHROPIC[StopReason.END_TURN], "stop_sequence": None}
+            stop = refused_stop(None, self._refused) or StopReason.END_TURN
+            delta = {"stop_reason": IR_TO_ANTHROPIC[stop], "stop_sequence": None}
             out += encode_json(
                 "message_delta", {"type": "message_delta", "delta": delta, "usage": {"output_tokens": 0}}
             )

@@ -16,7 +16,6 @@ from typing import Any
 from pydantic import ValidationError
 
 from dragoman.errors import ClientRequestError
-from dragoman.errors import UnsupportedFeatureError
 from dragoman.ir.common import Dropped
 from dragoman.ir.request import FilePart
 from dragoman.ir.request import ImagePart
@@ -47,9 +46,7 @@ def decode_request(body: dict[str, Any]) -> Request:
         wire = m.REQUEST_ADAPTER.validate_python(body)
     except ValidationError as e:
         raise ClientRequestError(f"invalid Chat Completions request: {describe_validation_error(e)}") from e
-    if wire.n is not None and wire.n > 1:
-        raise UnsupportedFeatureError("n > 1 (several choices) is not supported by the translated upstream")
-    req = Request(model=wire.model)
+    req = Request(model=wire.model, n=wire.n)
     for key in body:
         if key not in m.KNOWN_REQUEST_KEYS:
             req.dropped.add(key)

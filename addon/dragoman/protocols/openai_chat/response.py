@@ -1,6 +1,6 @@
 """Whole Chat Completions responses both ways, and the usage, id and content helpers the streams share.
 
-Decoding reads choice 0; reasoning arrives as ``reasoning_content`` (DeepSeek, vLLM), ``reasoning``
+Decoding reads choice 0 (any other choice, n > 1, is named in ``ctx.dropped``); reasoning arrives as ``reasoning_content`` (DeepSeek, vLLM), ``reasoning``
 (OpenRouter) or Mistral ``thinking`` content parts. Encoding writes one choice with ``content``,
 ``refusal``, ``reasoning_content`` and ``tool_calls`` (custom tools wrapped as function calls).
 """
@@ -30,6 +30,9 @@ from dragoman.protocols._custom_args import wrap_custom_args
 from dragoman.protocols._wire import describe_validation_error
 from dragoman.protocols.base import Context
 from dragoman.protocols.openai_chat import models as m
+
+#: what ``ctx.dropped`` names when an upstream answered with several choices (n > 1): all but choice 0
+DROPPED_CHOICES = "choices[1:]"
 
 # ---------------------------------------------------------------- shared helpers
 
@@ -109,6 +112,8 @@ def decode_response(body: dict[str, Any], ctx: Context) -> Response:
     if not wire.choices:
         raise UpstreamProtocolError("Chat Completions response has no choices")
     choice = wire.choices[0]
+    if len(wire.choices) > 1:  # n > 1: the client's protocol has one answer
+        ctx.dropped.add(DROPPED_CHOICES)
     msg = choice.message
     content = _message_content(msg, ctx)
     content.extend(_tool_calls(msg, ctx.custom_tools()))

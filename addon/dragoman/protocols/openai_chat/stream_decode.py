@@ -4,6 +4,9 @@ Chat has no block events: the decoder synthesizes block start/stop, as openai-py
 ``ChoiceEventState`` does. A text/thinking/refusal block closes when another kind starts; tool-call
 blocks stay open until ``finish_reason`` (arguments of parallel calls may interleave by index). The
 ``MessageDelta`` is held after ``finish_reason`` until the usage chunk (``choices: []``) or ``[DONE]``.
+An upstream that answers with several choices (``n > 1``; their chunks interleave) gives choice 0 only:
+the others are dropped and named in ``ctx.dropped`` (a Chat client asking ``n > 1`` of a Chat upstream
+is passed through untranslated and gets them all).
 
 Chunks are read with ``orjson`` and plain dict access (no pydantic on the hot path, see ``models``):
 ``feed`` handles the envelope and the plain text delta inline and hands every other delta to one
@@ -39,6 +42,7 @@ from dragoman.protocols._custom_args import unwrap_custom_args
 from dragoman.protocols.base import Context
 from dragoman.protocols.base import StreamDecoder
 from dragoman.protocols.openai_chat.errors import error_info_from_object
+from dragoman.protocols.openai_chat.response import DROPPED_CHOICES
 from dragoman.protocols.openai_chat.response import decode_usage
 from dragoman.protocols.openai_chat.response import mistral_thinking
 from dragoman.sse.events import SSEEvent
@@ -91,6 +95,7 @@ class ChatStreamDecoder(StreamDecoder):
         self._custom = ctx.custom_tools()
         #: arguments of the open (non-custom) tool calls, checked as JSON at the finish_reason
         self._args = ToolArgs()
+        self._other_choices = False  # a choice other than 0 was seen (and dropped)
 
     # -- interface
 
@@ -127,10 +132,17 @@ class ChatStreamDecoder(StreamDecoder):
                 # after finish_reason: the usage chunk (choices: []) releases the held MessageDelta
                 if u is not None and not choices:
                     out.extend(self._finish())
+                elif choices:
+                    self._answer(choices)  # other choices (n > 1) still streaming: reported as dropped
                 return out
             if choices:
                 choice = choices[0]
                 if type(choice) is dict:
+                    if choice.get("index") or len(choices) > 1:
+                        # several choices (n > 1): the client's protocol has one answer, choice 0
+                        choice = self._answer(choices)
+                        if choice is None:
+                            return out
                     delta = choice.get("delta")
                     if delta:
                         c = delta.get("content")
@@ -180,6 +192,22 @@ class ChatStreamDecoder(StreamDecoder):
             usage=None,
             created=created if type(created) is int else None,  # not a bool
         )
+
+    def _answer(self, choices: list[Any]) -> dict[str, Any] | None:
+        """Choice 0 of a chunk with other choices in it (n > 1), or None; the others are reported as dropped.
+
+        A client of a one-answer protocol gets choice 0 only, never a mix of the choices' deltas."""
+        answer: dict[str, Any] | None = None
+        for c in choices:
+            if type(c) is dict and not c.get("index"):  # index 0 (or none: a provider that omits it)
+                if answer is None:
+                    answer = c
+                    continue
+            if not self._other_choices:
+                self._other_choices = True
+                self.ctx.dropped.add(DROPPED_CHOICES)
+                logger.debug("Chat stream with several choices: only choice 0 is translated")
+        return answer
 
     def _add_usage(self, u: Any) -> None:
         usage = decode_usage(u)
