@@ -6,13 +6,13 @@ from dragoman.ledger.record import DEFAULT_GROUP_BY
 from dragoman.ledger.record import GROUP_COLUMNS
 from dragoman.ledger.record import Row
 from dragoman.ledger.record import UsageRecord
+from dragoman.ledger.redis import RedisLedger
+from dragoman.ledger.sqlite import SQLiteLedger
 from dragoman.ledger.store import DEFAULT_LEDGER
 from dragoman.ledger.store import Ledger
 from dragoman.ledger.store import LedgerError
 from dragoman.ledger.store import LedgerMissing
 from dragoman.ledger.store import LedgerStats
-from dragoman.ledger.store import RedisLedger
-from dragoman.ledger.store import SQLiteLedger
 from dragoman.ledger.store import open_ledger
 
 __all__ = [

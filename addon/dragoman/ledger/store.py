@@ -11,25 +11,20 @@ password in a Redis URL.
 from __future__ import annotations
 
 import atexit
-import json
 import logging
 import math
-import os
 import queue
-import sqlite3
 import threading
 import time
 from abc import ABC
 from abc import abstractmethod
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 from typing import ClassVar
 from urllib.parse import urlsplit
 from urllib.parse import urlunsplit
 
 from dragoman.ledger.record import DEFAULT_GROUP_BY
-from dragoman.ledger.record import METRICS
 from dragoman.ledger.record import Row
 from dragoman.ledger.record import UsageRecord
 from dragoman.ledger.record import check_group_by
@@ -338,234 +333,6 @@ def utc_day(ts: float) -> str:
 
 # -- SQLite
 
-_SCHEMA_VERSION = 1
-_COLUMNS = (
-    "ts",
-    "client",
-    "route",
-    "upstream",
-    "model",
-    "client_model",
-    "status",
-    "error",
-    "input_tokens",
-    "output_tokens",
-    "cache_read_tokens",
-    "cache_write_tokens",
-    "estimated",
-    "stream",
-    "attempts",
-)
-_CREATE = f"""
-CREATE TABLE IF NOT EXISTS usage (
-    ts REAL NOT NULL,
-    {", ".join(f"{c} TEXT NOT NULL" for c in _TEXT_FIELDS)},
-    {", ".join(f"{c} INTEGER NOT NULL" for c in _COLUMNS[6:])}
-);
-CREATE INDEX IF NOT EXISTS usage_ts ON usage (ts);
-"""
-_INSERT = f"INSERT INTO usage ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})"
-_SQL_GROUP = {
-    "client": "client",
-    "route": "route",
-    "upstream": "upstream",
-    "model": "model",
-    "client_model": "client_model",
-    "day": "strftime('%Y-%m-%d', ts, 'unixepoch')",
-}
-_SQL_METRICS = (
-    "COUNT(*)",
-    "SUM(error)",
-    "SUM(input_tokens)",
-    "SUM(output_tokens)",
-    "SUM(cache_read_tokens)",
-    "SUM(cache_write_tokens)",
-    "SUM(estimated)",
-)
-
-
-def _sqlite_row(r: UsageRecord) -> tuple[Any, ...]:
-    return tuple(int(v) if isinstance(v, bool) else v for v in (getattr(r, c) for c in _COLUMNS))
-
-
-class SQLiteLedger(QueuedLedger):
-    """One row per request in a SQLite file (WAL mode, so ``usage`` reads while Dragoman writes, and several
-    processes on one machine can share the file). ``readonly`` opens an existing file for summaries only
-    (``LedgerMissing`` when there is none) and starts no writer."""
-
-    def __init__(
-        self, path: str | os.PathLike[str], *, readonly: bool = False, max_queue: int = MAX_QUEUE, batch: int = BATCH
-    ) -> None:
-        self.path = Path(path).expanduser()
-        self._conn: sqlite3.Connection | None = None
-        if readonly:
-            if not self.path.is_file():
-                raise LedgerMissing(f"no usage ledger at {self.path}")
-        else:
-            try:
-                self._create()
-            except (OSError, sqlite3.Error) as e:
-                raise LedgerError(f"cannot open the usage ledger {self.path}: {e}") from e
-        super().__init__(start=not readonly, max_queue=max_queue, batch=batch)
-
-    def describe(self) -> str:
-        return str(self.path)
-
-    def _connect(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.path, timeout=10)
-        conn.execute("PRAGMA busy_timeout = 10000")
-        conn.execute("PRAGMA synchronous = NORMAL")
-        return conn
-
-    def _create(self) -> None:
-        """Create the file and schema on the calling thread, so a bad path fails at configure time."""
-        parent = self.path.parent
-        if not parent.exists():
-            parent.mkdir(mode=0o700, parents=True)
-        conn = self._connect()
-        try:
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            if version > _SCHEMA_VERSION:
-                raise LedgerError(
-                    f"the usage ledger {self.path} has schema version {version}, newer than this Dragoman's "
-                    f"({_SCHEMA_VERSION}): upgrade Dragoman or use another ledger file"
-                )
-            conn.execute("PRAGMA journal_mode = WAL")
-            with conn:
-                conn.executescript(_CREATE)
-                conn.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
-        finally:
-            conn.close()
-
-    def _open_writer(self) -> None:
-        self._conn = self._connect()
-
-    def _close_writer(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
-
-    def _write(self, batch: list[UsageRecord]) -> None:
-        rows = [_sqlite_row(r) for r in batch]
-        if self._conn is None:
-            raise LedgerError("not open")
-        with self._conn:
-            self._conn.executemany(_INSERT, rows)
-
-    def _summary(self, since: float | None, group_by: tuple[str, ...]) -> list[Row]:
-        if not self.path.is_file():
-            raise LedgerMissing(f"no usage ledger at {self.path}")
-        conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, timeout=10)
-        try:
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            if version != _SCHEMA_VERSION:
-                raise LedgerError(
-                    f"{self.path} is not a usage ledger this Dragoman reads (schema version {version}, "
-                    f"expected {_SCHEMA_VERSION})"
-                )
-            keys = ", ".join(_SQL_GROUP[c] for c in group_by)
-            sql = f"SELECT {keys + ', ' if keys else ''}{', '.join(_SQL_METRICS)} FROM usage WHERE ts >= ?"
-            if keys:
-                sql += f" GROUP BY {keys}"
-            result = conn.execute(sql, (float("-inf") if since is None else since,)).fetchall()
-        finally:
-            conn.close()
-        n = len(group_by)
-        rows = []
-        for values in result:
-            counters = [int(v or 0) for v in values[n:]]
-            if counters[0]:
-                rows.append(Row(dict(zip(group_by, map(str, values[:n]))), *counters))
-        return rows
-
-
-# -- Redis
-
-_REDIS_DIMS = ("client", "route", "upstream", "model", "client_model")
-
-
-class RedisLedger(QueuedLedger):
-    """Counters in Redis, shared by every Dragoman pointed at the same server. Per UTC day and per
-    (client, route, upstream, model, client_model) one hash ``PREFIX:DAY:GROUP`` is HINCRBY'd; the sets
-    ``PREFIX:days`` and ``PREFIX:groups:DAY`` index them, so a summary reads one hash per group and day.
-    ``since`` is therefore rounded down to the start of its UTC day (``since_granularity = "day"``)."""
-
-    since_granularity: ClassVar[str] = "day"
-
-    def __init__(
-        self,
-        url: str,
-        *,
-        prefix: str = "dragoman:usage",
-        readonly: bool = False,
-        max_queue: int = MAX_QUEUE,
-        batch: int = BATCH,
-    ) -> None:
-        try:
-            import redis
-        except ImportError:
-            raise LedgerError(
-                "a Redis usage ledger needs the redis package: pip install 'dragoman[ledger-redis]'"
-            ) from None
-        self.url = url
-        self.prefix = prefix
-        try:
-            self._client = redis.Redis.from_url(url, decode_responses=True, socket_timeout=5, socket_connect_timeout=5)
-            self._client.ping()
-        except Exception as e:
-            raise LedgerError(f"cannot reach the usage ledger {self.describe()}: {e}") from e
-        super().__init__(start=not readonly, max_queue=max_queue, batch=batch)
-
-    def describe(self) -> str:
-        return redact_url(self.url)
-
-    def _close_writer(self) -> None:
-        self._client.close()
-
-    def _write(self, batch: list[UsageRecord]) -> None:
-        sums: dict[tuple[str, str], dict[str, int]] = {}
-        for r in batch:
-            group = json.dumps([getattr(r, d) for d in _REDIS_DIMS], ensure_ascii=False)
-            c = sums.setdefault((utc_day(r.ts), group), dict.fromkeys(METRICS, 0))
-            c["requests"] += 1
-            c["errors"] += r.error
-            c["input_tokens"] += r.input_tokens
-            c["output_tokens"] += r.output_tokens
-            c["cache_read_tokens"] += r.cache_read_tokens
-            c["cache_write_tokens"] += r.cache_write_tokens
-            c["estimated"] += r.estimated
-        p = self.prefix
-        pipe = self._client.pipeline(transaction=True)
-        for (day, group), counters in sums.items():
-            pipe.sadd(f"{p}:days", day)
-            pipe.sadd(f"{p}:groups:{day}", group)
-            for metric, n in counters.items():
-                if n:
-                    pipe.hincrby(f"{p}:{day}:{group}", metric, n)
-        pipe.execute()
-
-    def _summary(self, since: float | None, group_by: tuple[str, ...]) -> list[Row]:
-        p = self.prefix
-        first = None if since is None else utc_day(since)
-        days = sorted(d for d in _strs(self._client.smembers(f"{p}:days")) if first is None or d >= first)
-        pipe = self._client.pipeline(transaction=False)
-        for day in days:
-            pipe.smembers(f"{p}:groups:{day}")
-        keys = [(day, group) for day, groups in zip(days, pipe.execute()) for group in sorted(_strs(groups))]
-        pipe = self._client.pipeline(transaction=False)
-        for day, group in keys:
-            pipe.hgetall(f"{p}:{day}:{group}")
-        sums: dict[tuple[str, ...], dict[str, int]] = {}
-        for (day, group), counters in zip(keys, pipe.execute()):
-            dims = dict(zip(_REDIS_DIMS, json.loads(group)))
-            dims["day"] = day
-            key = tuple(dims[c] for c in group_by)
-            acc = sums.setdefault(key, dict.fromkeys(METRICS, 0))
-            for metric in METRICS:
-                acc[metric] += int(counters.get(metric, 0))
-        return [Row(dict(zip(group_by, key)), **c) for key, c in sums.items() if c["requests"]]
-
-
 def _strs(values: Any) -> list[str]:
     """Redis replies as str (the client decodes them), typed loosely by redis-py."""
     return [v if isinstance(v, str) else bytes(v).decode() for v in values]
@@ -588,6 +355,9 @@ def open_ledger(spec: str | None = None, *, readonly: bool = False, **options: A
     ``sqlite://PATH`` (``sqlite:///var/lib/dragoman/usage.sqlite3``), or ``redis://``/``rediss://``/
     ``unix://`` URL. ``options`` go to the backend (``max_queue``, ``batch``; ``prefix`` for Redis).
     Raises ``LedgerError`` (``LedgerMissing`` for a read-only open of a missing file)."""
+    from dragoman.ledger.redis import RedisLedger
+    from dragoman.ledger.sqlite import SQLiteLedger
+
     spec = (spec or "").strip() or DEFAULT_LEDGER
     scheme = spec.partition("://")[0].lower() if "://" in spec else ""
     if scheme in ("redis", "rediss", "unix"):

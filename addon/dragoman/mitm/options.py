@@ -17,6 +17,13 @@ CHOICES = {
 
 
 def declare(loader: Any) -> None:
+    declare_upstream(loader)
+    declare_behaviour(loader)
+    declare_sharing(loader)
+
+
+def declare_upstream(loader: Any) -> None:
+    """The single upstream (shorthand) and the routes file."""
     loader.add_option(
         "dragoman_target",
         str,
@@ -48,6 +55,18 @@ def declare(loader: Any) -> None:
         "Model name mapping, PATTERN=MODEL (shell glob, first match wins) or a bare MODEL that maps every "
         "model. Repeat the option for several rules.",
     )
+
+    loader.add_option(
+        "dragoman_config",
+        str,
+        "",
+        "Path of a routes file (YAML): several upstreams with key pools, routes by model with failover, "
+        "client keys. Reloaded when it changes. Cannot be combined with dragoman_target, dragoman_upstream, "
+        "dragoman_api_key or dragoman_model_map (those are the shorthand for one upstream).",
+    )
+
+def declare_behaviour(loader: Any) -> None:
+    """Which flows, and how translation behaves."""
     loader.add_option(
         "dragoman_match",
         str,
@@ -86,14 +105,10 @@ def declare(loader: Any) -> None:
         "(OpenAI's reasoning models need max_completion_tokens).",
         choices=CHOICES["dragoman_chat_max_tokens_field"],
     )
-    loader.add_option(
-        "dragoman_config",
-        str,
-        "",
-        "Path of a routes file (YAML): several upstreams with key pools, routes by model with failover, "
-        "client keys. Reloaded when it changes. Cannot be combined with dragoman_target, dragoman_upstream, "
-        "dragoman_api_key or dragoman_model_map (those are the shorthand for one upstream).",
-    )
+
+
+def declare_sharing(loader: Any) -> None:
+    """What a shared deployment keeps (client keys and binding live in ``client_auth``)."""
     loader.add_option(
         "dragoman_ledger",
         str,

@@ -15,22 +15,15 @@ Options are declared in ``options``; routes and key pools live in ``routing`` (s
 from __future__ import annotations
 
 import logging
-import os
-from pathlib import Path
-from typing import Any
 
 from mitmproxy import ctx
-from mitmproxy import exceptions
-from mitmproxy import flowfilter
 from mitmproxy import http
 
 from dragoman.errors import TranslationError
 from dragoman.ir.common import ErrorInfo
 from dragoman.ir.common import ErrorKind
-from dragoman.ledger import LedgerError
 from dragoman.mitm import hosts
 from dragoman.mitm import inbound
-from dragoman.mitm import options
 from dragoman.mitm import outbound
 from dragoman.mitm.client_auth import CLIENT_METADATA_KEY
 from dragoman.mitm.exchange import RoutedExchange
@@ -38,27 +31,19 @@ from dragoman.mitm.faults import IdleWatchdog
 from dragoman.mitm.flowstate import METADATA_KEY
 from dragoman.mitm.flowstate import TARGET_OVERRIDE_KEY
 from dragoman.mitm.flowstate import FlowState
-from dragoman.mitm.flowstate import FlowStates
 from dragoman.mitm.outbound import client_key
-from dragoman.mitm.relay import Relay
-from dragoman.mitm.routing import Routing
-from dragoman.mitm.usage import UsageBook
+from dragoman.mitm.translate_config import TranslateConfig
 from dragoman.mitm.usage import whole_usage
 from dragoman.protocols import Protocol
 from dragoman.protocols import detect
 from dragoman.protocols.base import Context
 from dragoman.routing.attempts import Attempts
 from dragoman.routing.keyspec import resolve_key as resolve_api_key
-from dragoman.routing.load import ConfigError
-from dragoman.routing.load import config_from_options
 from dragoman.routing.router import Candidate
 from dragoman.routing.spec import Upstream
-from dragoman.routing.url import UpstreamURL
 from dragoman.routing.url import join_endpoint
 from dragoman.routing.url import parse_upstream
-from dragoman.translate.plan import ModelRule
 from dragoman.translate.plan import Plan
-from dragoman.translate.plan import parse_model_map
 from dragoman.translate.request import ClientRequest
 from dragoman.translate.request import decode_client_request
 from dragoman.translate.request import encode_upstream_request
@@ -71,9 +56,6 @@ logger = logging.getLogger(__name__)
 JSON_CT = inbound.JSON_CT
 #: the response header naming who answered a routed request
 ROUTE_HEADER = "x-dragoman-route"
-SHORTHAND_OPTIONS = ("dragoman_target", "dragoman_upstream", "dragoman_api_key", "dragoman_model_map")
-ROUTING_OPTIONS = frozenset({"dragoman_config", *SHORTHAND_OPTIONS})
-EXPOSURE_OPTIONS = frozenset({"dragoman_client_keys", "dragoman_allow_remote", "listen_host", "mode"})
 
 
 def default_match(flow: http.HTTPFlow) -> bool:
@@ -81,146 +63,8 @@ def default_match(flow: http.HTTPFlow) -> bool:
     return hosts.default_match(flow)
 
 
-class Translate:
+class Translate(TranslateConfig):
     """Translate matching flows between Anthropic Messages, OpenAI Chat Completions and OpenAI Responses."""
-
-    def __init__(self) -> None:
-        # the single-upstream shorthand, as configured (also what Endpoints reads)
-        self.target: Protocol | None = None
-        self.upstream: UpstreamURL | None = None
-        self.api_key: str | None = None
-        self.model_map: list[ModelRule] = []
-        self.match: Any = None  # a compiled flowfilter, or None for the default
-        self.routing = Routing()
-        self.usage = UsageBook()
-        self.relay = Relay()
-        self.flows = FlowStates()
-        self._warned_deferred: set[str] = set()
-        #: seconds without upstream bytes before a streamed flow is failed (0: never)
-        self.idle_timeout = 300
-
-    # -- options
-
-    def load(self, loader: Any) -> None:
-        options.declare(loader)
-
-    def configure(self, updated: set[str]) -> None:
-        opts = ctx.options
-        if "dragoman_idle_timeout" in updated:
-            if opts.dragoman_idle_timeout < 0:
-                raise exceptions.OptionsError(
-                    f"Invalid dragoman_idle_timeout {opts.dragoman_idle_timeout}: give seconds as an integer >= 0 "
-                    "(0 disables the timeout)"
-                )
-            self.idle_timeout = opts.dragoman_idle_timeout
-        # mitmproxy enforces `choices` only on its command line, not for --set or the options API
-        for name, allowed in options.CHOICES.items():
-            if name in updated and getattr(opts, name) not in allowed:
-                raise exceptions.OptionsError(
-                    f"Invalid {name} {getattr(opts, name)!r}: choose one of {', '.join(repr(c) for c in allowed)}"
-                )
-        self._configure_shorthand(updated)
-        if "dragoman_match" in updated:
-            expr = opts.dragoman_match
-            try:
-                self.match = flowfilter.parse(expr) if expr.strip() else None
-            except ValueError as e:
-                raise exceptions.OptionsError(f"Cannot parse dragoman_match: {e}") from e
-        if updated & ROUTING_OPTIONS:
-            self._configure_routing()
-        if updated & (ROUTING_OPTIONS | EXPOSURE_OPTIONS):
-            self._check_exposure()
-        if "dragoman_ledger" in updated:
-            try:
-                self.usage.open(opts.dragoman_ledger)
-            except LedgerError as e:
-                raise exceptions.OptionsError(f"Cannot use dragoman_ledger: {e}") from e
-
-    def _check_exposure(self) -> None:
-        """Refuse to serve upstream keys to the network without client keys (see ``client_auth``)."""
-        auth = ctx.master.addons.get("clientauth")
-        config = self.routing.config
-        if auth is None or config is None:
-            return
-        auth.check_exposure(config.holds_keys)
-        if auth.clients():
-            keyless = [u.name for u in config.upstreams.values() if not u.keys]
-            if keyless:
-                logger.warning(
-                    "client keys are configured, so a client's key never travels upstream: upstream(s) %s have no "
-                    "keys of their own and get none",
-                    ", ".join(keyless),
-                )
-
-    def _configure_shorthand(self, updated: set[str]) -> None:
-        opts = ctx.options
-        if "dragoman_target" in updated:
-            self.target = Protocol(opts.dragoman_target) if opts.dragoman_target else None
-        if "dragoman_upstream" in updated:
-            value = opts.dragoman_upstream
-            try:
-                self.upstream = parse_upstream(value) if value.strip() else None
-            except ValueError as e:
-                raise exceptions.OptionsError(f"Cannot parse dragoman_upstream {value!r}: {e}") from e
-        if "dragoman_api_key" in updated:
-            try:
-                self.api_key = resolve_api_key(opts.dragoman_api_key, os.environ)
-            except ValueError as e:
-                # never echo the option value: it may be the key itself
-                raise exceptions.OptionsError(f"Cannot use dragoman_api_key: {e}") from e
-        if "dragoman_model_map" in updated:
-            try:
-                self.model_map = parse_model_map(list(opts.dragoman_model_map))
-            except ValueError as e:
-                raise exceptions.OptionsError(f"Cannot parse dragoman_model_map: {e}") from e
-
-    def _configure_routing(self) -> None:
-        path = ctx.options.dragoman_config.strip()
-        if not path:
-            config = None
-            if self.target is not None:
-                config = config_from_options(self.target, self.upstream, self.api_key, self.model_map)
-            self.routing.install(config)
-            return
-        clash = [n for n in SHORTHAND_OPTIONS if getattr(ctx.options, n)]
-        if clash:
-            raise exceptions.OptionsError(
-                f"dragoman_config cannot be combined with {', '.join(clash)}: the routes file names every "
-                "upstream, key and model (use UPSTREAM/MODEL in a route's `to` instead of dragoman_model_map); "
-                "drop either the routes file or those options"
-            )
-        try:
-            self.routing.load_file(Path(path).expanduser())
-        except ConfigError as e:
-            raise exceptions.OptionsError(f"Cannot use dragoman_config: {e}") from e
-
-    async def running(self) -> None:
-        self.warn_deferred()
-        await self.relay.start()
-        self.routing.start_watching()
-
-    def done(self) -> None:
-        self.routing.stop_watching()
-        self.relay.stop()
-        self.usage.close()
-
-    def warn_deferred(self) -> None:
-        """Unknown ``--set dragoman_*`` names are deferred silently by mitmproxy: they are typos."""
-        for name in sorted(getattr(ctx.options, "deferred", {}) or {}):
-            if name.startswith(options.OPTION_PREFIX) and name not in self._warned_deferred:
-                self._warned_deferred.add(name)
-                logger.warning(
-                    "unknown option %s (ignored); Dragoman's options are: %s", name, ", ".join(self._option_names())
-                )
-
-    @staticmethod
-    def _option_names() -> list[str]:
-        return sorted(n for n in ctx.options.keys() if n.startswith(options.OPTION_PREFIX))
-
-    @property
-    def routed(self) -> bool:
-        """Routes come from a routes file (not the single-upstream shorthand)."""
-        return self.routing.path is not None
 
     # -- request
 
