@@ -199,6 +199,8 @@ routes:
     to: [limited1, limited2]
   - match: "drop-*"
     to: [dropper, chat_b]
+  - match: "ncand-*"
+    to: [anth_ok, chat_b]
   - match: "to-anthropic"
     to: [anth_ok/claude-sonnet-4-5]
   - match: "to-openai-chat"
@@ -428,3 +430,26 @@ def test_reload_keeps_old_routes_when_new_file_is_broken(world):
         assert "routes file changed but cannot be used" in proxy.log()
     finally:
         proxy.config.write_text(good)
+
+
+def test_a_request_one_candidate_cannot_carry_goes_to_the_next(world):
+    """Chat's n=3 has no Anthropic form: that entry is skipped, the Chat entry answers all three choices."""
+    proxy, fakes = world
+    b0 = len(fakes["chat_b"].requests)
+    conn = http.client.HTTPConnection("127.0.0.1", proxy.port, timeout=60)
+    body = {"model": "ncand-x", "n": 3, "messages": [{"role": "user", "content": "hi"}]}
+    conn.request("POST", "/v1/chat/completions", json.dumps(body), {"content-type": "application/json"})
+    resp = conn.getresponse()
+    data = resp.read()
+    assert resp.status == 200, data[:300]
+    assert len(fakes["chat_b"].requests) == b0 + 1 and fakes["chat_b"].requests[-1].body["n"] == 3
+    # and when no entry can carry it: a 400 in the client's shape, nothing sent
+    n0 = len(fakes["anth_ok"].requests)
+    body["model"] = "to-anthropic"
+    conn = http.client.HTTPConnection("127.0.0.1", proxy.port, timeout=60)
+    conn.request("POST", "/v1/chat/completions", json.dumps(body), {"content-type": "application/json"})
+    resp = conn.getresponse()
+    data = resp.read()
+    assert resp.status == 400, data[:300]
+    assert json.loads(data)["error"]["message"]
+    assert len(fakes["anth_ok"].requests) == n0

@@ -92,6 +92,9 @@ class RoutedExchange:
             state.attempts = [o.as_dict() for o in self.attempts.outcomes]
         if att is None:
             return
+        if att.number not in self.prepared:  # its request could not be translated: answer in its protocol
+            state.plan = Plan(self.client, att.candidate.upstream.protocol)
+            return
         plan, actx, p = self.prepared[att.number]
         state.plan, state.ctx, state.upstream_model = plan, actx, att.candidate.model
         if self.named:
@@ -102,7 +105,9 @@ class RoutedExchange:
 
     def error_answer(self, status: int, message: str, wait: float | None) -> Failure:
         """Our own error in the committed upstream's protocol (the response hook translates it for the client)."""
-        kind = ErrorKind.RATE_LIMIT if status == 429 else ErrorKind.TIMEOUT if status == 504 else ErrorKind.API_ERROR
+        kind = {429: ErrorKind.RATE_LIMIT, 504: ErrorKind.TIMEOUT, 400: ErrorKind.INVALID_REQUEST}.get(
+            status, ErrorKind.API_ERROR
+        )
         info = ErrorInfo(kind=kind, message=message, status=status)
         headers = [("content-type", JSON_CT)]
         if wait is not None:

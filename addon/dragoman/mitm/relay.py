@@ -151,7 +151,16 @@ class Relay:
         failure: Failure | None = None
         while (att := attempts.next(job.clock())) is not None:
             last = att
-            prep = job.prepare(att)
+            try:
+                prep = job.prepare(att)
+            except Exception as e:  # noqa: BLE001 - a request this upstream's protocol cannot carry: try the next
+                status = getattr(e, "status_hint", None) or 400
+                detail = f"cannot translate the request for {att.candidate}: {e}"
+                attempts.failed(att, ErrorClass.UPSTREAM, job.clock(), None, None, detail)
+                self._log_attempt(job, att, None, ErrorClass.UPSTREAM, detail)
+                job.commit(att)
+                failure = job.error_answer(status if 400 <= status < 600 else 400, str(e), None)
+                continue
             try:
                 resp = await open_request(
                     prep.url,
