@@ -53,6 +53,8 @@ class RoutedExchange:
         self.client_headers = list(req.headers.items(multi=True))
         #: where the client was going (for an upstream without a base URL)
         self.origin = UpstreamURL(req.scheme, req.host, req.port, "")
+        #: the client's query string, kept for a same-protocol upstream (as mitmproxy's own forwarding does)
+        self.query = req.path.partition("?")[2]
         self.prepared: dict[int, tuple[Plan, Context, Prepared]] = {}
         self.attempts: Attempts | None = None
         self.job: RelayJob | None = None
@@ -82,7 +84,10 @@ class RoutedExchange:
         key = att.key.value if att.key is not None else self.own_key
         url = up.url if up.url is not None else self.origin
         headers = outbound.relayed_headers(self.client_headers, up.protocol, key)
-        p = Prepared(url, outbound.endpoint_path(up.url, up.protocol), headers, body)
+        path = outbound.endpoint_path(up.url, up.protocol)
+        if plan.identity and self.query:
+            path += "?" + self.query
+        p = Prepared(url, path, headers, body)
         self.prepared[att.number] = (plan, actx, p)
         return p
 

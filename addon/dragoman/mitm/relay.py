@@ -40,8 +40,9 @@ from dragoman.routing.url import UpstreamURL
 
 logger = logging.getLogger(__name__)
 
-#: upstream response headers the relay does not pass on (framing is its own)
-HOP_HEADERS = frozenset({"content-length", "transfer-encoding", "connection", "keep-alive", "content-encoding"})
+#: upstream response headers the relay does not pass on (framing is its own; ``content-encoding`` passes, as
+#: the body is passed on as it came: the addon decodes it, incrementally for gzip/deflate SSE)
+HOP_HEADERS = frozenset({"content-length", "transfer-encoding", "connection", "keep-alive"})
 #: the longest whole (non-SSE) answer the relay holds before passing it on
 WHOLE_BODY_LIMIT = 256 << 20
 
@@ -240,7 +241,7 @@ class Relay:
                 if len(out) > WHOLE_BODY_LIMIT:
                     raise ConnectionError(f"answer larger than {WHOLE_BODY_LIMIT} bytes")
         except TimeoutError:
-            failure = job.error_answer(504, f"upstream sent nothing for {job.idle_timeout:.0f} s mid-answer", None)
+            failure = job.error_answer(504, f"upstream sent nothing for {job.idle_timeout:g} s mid-answer (dragoman_idle_timeout); connection closed", None)
             await _send_whole(conn, writer, failure.status, failure.headers, failure.body)
             return
         except (ConnectionError, OSError) as e:
@@ -258,7 +259,9 @@ class Relay:
                 writer.write(conn.send(h11.Data(data=chunk)))
                 await writer.drain()
         except TimeoutError:
-            job.on_stream_failure(f"upstream sent nothing for {job.idle_timeout:.0f} s", True)
+            job.on_stream_failure(
+                f"upstream sent nothing for {job.idle_timeout:g} s (dragoman_idle_timeout); connection closed", True
+            )
         except (ConnectionError, OSError) as e:
             if writer.is_closing():
                 raise  # mitmproxy's side went away (client gone, or its own idle close)

@@ -99,9 +99,18 @@ class Translate(TranslateConfig):
                 self._reject(flow, client, self._no_route(cr.client_model))
                 return
             route, candidates = found.match, self.routing.router.candidates(found, cr.client_model)
-        if len(candidates) == 1 and len(candidates[0].upstream.keys) <= 1:
+        if override or not self.relay.port:
+            # a replayed flow goes to the Replayer's own server; without a running relay (unit tests with
+            # taddons) mitmproxy forwards the flow itself
+            if len(candidates) > 1 or len(candidates[0].upstream.keys) > 1:
+                self._reject(flow, client, _internal("Dragoman's relay is not running (failover needs mitmproxy running)"))
+                return
             self._direct(flow, client, cr, route, candidates[0])
         else:
+            # Every other flow goes through the relay, even with a single attempt: it reads whole answers in
+            # full (a dropped or refused upstream becomes a JSON 502 in the client's protocol) and ends a
+            # failed stream cleanly, so the client's protocol error event reaches it over any transport
+            # (HTTP/1.1, TLS, HTTP/2); mitmproxy's own forwarding gives an HTML 502 and cuts the stream.
             self._relayed(flow, client, cr, route, candidates)
 
     def _new_context(self) -> Context:
@@ -165,9 +174,6 @@ class Translate(TranslateConfig):
             float(self.idle_timeout),
             bool(getattr(ctx.options, "ssl_insecure", False)),
         )
-        if not self.relay.port:
-            self._reject(flow, client, _internal("Dragoman's relay is not running (failover needs mitmproxy running)"))
-            return
         state.relay_token = self.relay.register(job)
         self.flows.put(flow.id, state)
         req = flow.request
