@@ -28,7 +28,7 @@ import h2.connection
 import h2.events
 import pytest
 
-from dragoman import fake_upstream as fu
+from dragoman import demo as fu
 from e2e.test_proxy_mode import RegularProxy
 from validators import anthropic as va
 from validators import responses as vr
