@@ -6,6 +6,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 
 from conftest import chunkings
+from dragoman.sse import COMMENT
 from dragoman.sse import SSEDecoder
 from dragoman.sse import SSEEvent
 
@@ -192,3 +193,29 @@ def test_fast_paths_match_line_rules(blocks, eol, per_block):
     data = "".join(texts).encode()
     chunks = [t.encode() for t in texts] if per_block else [data]
     assert decode(chunks) == bytewise(data)
+
+
+COMMENTED = (
+    b": first\n\nevent: a\ndata: x\n\n: ka\n\ndata: y\n: inside an event\ndata: z\n\n"
+    b":\r\n\r\ndata: w\r\n\r\n: OPENROUTER PROCESSING\n\n"
+)
+
+
+@pytest.mark.parametrize("name,pieces", chunkings(COMMENTED))
+def test_comments_surface_in_place_when_asked(name, pieces):
+    d = SSEDecoder(comments=True)
+    out = [ev for p in pieces for ev in d.feed(p)] + d.close()
+    shape = ["#" if ev is COMMENT else ev.data for ev in out]
+    assert shape == ["#", "x", "#", "#", "y\nz", "#", "w", "#"], name
+    assert d.comments == 5
+    plain = SSEDecoder()
+    assert [ev.data for p in pieces for ev in plain.feed(p)] + [ev.data for ev in plain.close()] == ["x", "y\nz", "w"]
+    assert plain.comments == 5
+
+
+def test_comment_sentinel_is_told_by_identity():
+    d = SSEDecoder(comments=True)
+    (ev,) = d.feed(b": keepalive\n\n")
+    assert ev is COMMENT
+    (data_ev,) = d.feed(b"event: :comment\ndata: \n\n")  # the same fields from the wire are an ordinary event
+    assert data_ev == COMMENT and data_ev is not COMMENT

@@ -2,7 +2,7 @@
 
 ``parse_sse(data)`` splits raw bytes into ``Frame``s following the WHATWG rules (LF, CRLF or CR line
 ends; ``:`` comments; ``data`` lines joined by ``\\n``). In strict mode (what our encoders must produce)
-it also rejects: invalid UTF-8, unknown field names, comments, a field line without a space after the
+it also rejects: invalid UTF-8, unknown field names, comments other than a ``: keepalive`` between events, a field line without a space after the
 colon, and a stream that does not end with a blank line (an unterminated last event).
 """
 
@@ -53,8 +53,9 @@ def parse_sse(data: bytes, *, strict: bool = True) -> tuple[list[Frame], int]:
             event, buf, has_data = None, [], False
             continue
         if line.startswith(":"):
-            if strict:
-                raise AssertionError(f"line {lineno}: comment line {line[:60]!r} (our encoders never emit comments)")
+            # our encoders emit one comment only, the keepalive of Chat/Responses clients, between events
+            if strict and (line != ": keepalive" or has_data or event is not None):
+                raise AssertionError(f"line {lineno}: comment line {line[:60]!r} (our encoders emit only ': keepalive', between events)")
             comments += 1
             continue
         name, sep, value = line.partition(":")

@@ -178,7 +178,10 @@ def test_framing():
     with pytest.raises(AssertionError, match="no event: lines"):
         C.validate_stream(b"event: chunk\n" + good_bytes)
     with pytest.raises(AssertionError, match="comment line"):
-        C.validate_stream(b": keepalive\n\n" + good_bytes)
+        C.validate_stream(b": OPENROUTER PROCESSING\n\n" + good_bytes)
+    assert C.validate_stream(b": keepalive\n\n" + good_bytes).text == "Hi"  # our keepalive, between events
+    with pytest.raises(AssertionError, match="comment line"):
+        C.validate_stream(b"data: {}\n: keepalive\n\n" + good_bytes)  # not inside an event
     assert C.validate_stream(b": keepalive\n\n" + good_bytes, strict=False).text == "Hi"
 
 

@@ -102,6 +102,16 @@ class StreamError:
     error: ErrorInfo
 
 
+@dataclass(frozen=True, slots=True)
+class Keepalive:
+    """The upstream showed life without content (an SSE comment, an Anthropic ``ping``, a Responses
+    ``keepalive``): the client gets its own protocol's keepalive at that moment (``StreamEncoder.keepalive``)."""
+
+
+#: the one instance decoders return (compared by identity on the hot path)
+KEEPALIVE = Keepalive()
+
+
 StreamEvent = (
     MessageStart
     | BlockStart
@@ -113,4 +123,5 @@ StreamEvent = (
     | MessageDelta
     | MessageStop
     | StreamError
+    | Keepalive
 )

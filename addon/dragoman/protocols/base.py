@@ -20,6 +20,9 @@ from dragoman.sse.events import SSEEvent
 if TYPE_CHECKING:
     from dragoman.protocols import Protocol
 
+#: an SSE comment line: the keepalive of Chat and Responses clients (their SDKs skip comments)
+KEEPALIVE_COMMENT = b": keepalive\n\n"
+
 
 @dataclass(slots=True)
 class Context:
@@ -77,6 +80,11 @@ class StreamEncoder(ABC):
     @abstractmethod
     def close(self) -> bytes:
         """Anything owed at the end of a well-formed stream (e.g. Chat's ``[DONE]``)."""
+
+    def keepalive(self) -> bytes:
+        """The client protocol's keepalive, sent when the upstream sent one: an SSE comment (Chat and
+        Responses clients skip comments). Never sent on Dragoman's own initiative."""
+        return KEEPALIVE_COMMENT
 
 
 class Codec(ABC):

@@ -7,6 +7,7 @@ from dragoman.sse.decoder import SSEDecoder
 from dragoman.sse.encoder import DONE
 from dragoman.sse.encoder import encode
 from dragoman.sse.encoder import encode_json
+from dragoman.sse.events import COMMENT
 from dragoman.sse.events import SSEEvent
 
-__all__ = ["DONE", "SSEDecoder", "SSEEvent", "encode", "encode_json"]
+__all__ = ["COMMENT", "DONE", "SSEDecoder", "SSEEvent", "encode", "encode_json"]

@@ -8,6 +8,7 @@ broken byte cannot kill a stream; the JSON layer above reports what it cannot pa
 
 from __future__ import annotations
 
+from dragoman.sse.events import COMMENT
 from dragoman.sse.events import SSEEvent
 
 _CR = 13
@@ -20,6 +21,8 @@ class SSEDecoder:
     """``feed(bytes) -> list[SSEEvent]``; ``close() -> list[SSEEvent]`` flushes an unterminated last event.
 
     Memory is bounded by the longest single event: completed lines are handed on immediately.
+    ``comments=True``: every comment line (``: keepalive``) is also returned, as the ``COMMENT`` sentinel in
+    its place among the events, so a keepalive can be passed on when it arrives.
     """
 
     __slots__ = (
@@ -32,10 +35,11 @@ class SSEDecoder:
         "_has_data",
         "_closed",
         "_clean",
+        "_comment",
         "comments",
     )
 
-    def __init__(self) -> None:
+    def __init__(self, comments: bool = False) -> None:
         self._buf = bytearray()
         self._skip_lf = False
         self._data: list[str] = []
@@ -49,6 +53,8 @@ class SSEDecoder:
         self._clean = True
         #: number of comment lines seen (``: keepalive``); exposed for diagnostics
         self.comments = 0
+        #: what a comment line yields: the ``COMMENT`` sentinel, or nothing
+        self._comment = COMMENT if comments else None
 
     def feed(self, chunk: bytes) -> list[SSEEvent]:
         if self._clean:
@@ -106,7 +112,8 @@ class SSEDecoder:
                     data.append(line[6:].decode("utf-8", "replace"))
                     self._has_data = True
                 elif line:
-                    line_fn(line)
+                    if line_fn(line) is not None:  # a comment (nothing else dispatches on a non-blank line)
+                        out.append(COMMENT)
                 elif self._has_data:
                     out.append(
                         SSEEvent(data[0] if len(data) == 1 else "\n".join(data), self._event, self._id, self._retry)
@@ -233,7 +240,7 @@ class SSEDecoder:
             return None
         if raw[0] == 58:  # ':' comment
             self.comments += 1
-            return None
+            return self._comment
         line = raw.decode("utf-8", "replace")
         name, sep, value = line.partition(":")
         if sep and value.startswith(" "):

@@ -14,3 +14,8 @@ class SSEEvent(NamedTuple):
     event: str | None = None
     id: str | None = None
     retry: int | None = None
+
+
+#: what ``SSEDecoder(comments=True)`` returns for each comment line (``: keepalive``), in order with the events;
+#: recognise it by identity (``ev is COMMENT``), never by value
+COMMENT = SSEEvent("", ":comment")

@@ -11,6 +11,10 @@ Every failure (an upstream in-band error, a protocol violation, a stream that en
 unexpected exception, an external fault reported through ``fail``) becomes exactly ONE error frame in
 the client's protocol; after it the rest of the upstream bytes are drained (``feed`` returns ``b""``).
 No exception escapes ``feed``/``close``/``fail`` except ``TranslatorStateError`` for a feed after close.
+
+Keepalives cross over as they arrive: an upstream SSE comment (``: keepalive``, ``: OPENROUTER PROCESSING``)
+or a decoder's ``KEEPALIVE`` (an Anthropic ``ping``, a Responses ``keepalive``) becomes the client protocol's
+keepalive (``StreamEncoder.keepalive``) in the same output chunk. None is ever made up.
 """
 
 from __future__ import annotations
@@ -23,10 +27,12 @@ from dragoman.errors import TranslatorStateError
 from dragoman.errors import UpstreamProtocolError
 from dragoman.ir.common import ErrorInfo
 from dragoman.ir.common import ErrorKind
+from dragoman.ir.events import KEEPALIVE
 from dragoman.ir.events import StreamError
 from dragoman.protocols.base import StreamDecoder
 from dragoman.protocols.base import StreamEncoder
 from dragoman.sse.decoder import SSEDecoder
+from dragoman.sse.events import COMMENT
 
 logger = logging.getLogger(__name__)
 
@@ -49,7 +55,7 @@ class StreamTranslator:
 
     def __init__(self, decoder: StreamDecoder, encoder: StreamEncoder) -> None:
         self.phase = Phase.WAITING
-        self._sse = SSEDecoder()
+        self._sse = SSEDecoder(comments=True)
         self._dec = decoder
         self._enc = encoder
         #: number of upstream SSE events seen (diagnostics)
@@ -74,12 +80,15 @@ class StreamTranslator:
             dec = self._dec
             dec_feed = dec.feed
             for sse in events:
+                if sse is COMMENT:
+                    append(self._enc.keepalive())
+                    continue
                 self.events_in += 1
                 for ev in dec_feed(sse):
                     if type(ev) is StreamError:
                         append(self._to_error(ev.error))
                         return b"".join(out)
-                    append(encode(ev))
+                    append(encode(ev) if ev is not KEEPALIVE else self._enc.keepalive())
                 if dec.done:  # nothing may follow the terminal event on the client side
                     break
             # phase after the events: STREAMING once any event was seen, DONE once the decoder is done
@@ -99,13 +108,16 @@ class StreamTranslator:
         out = bytearray()
         try:
             for sse in self._sse.close() if phase is not Phase.DONE else ():
+                if sse is COMMENT:
+                    continue  # the end of the stream: no keepalive owed
                 self.events_in += 1
                 for ev in self._dec.feed(sse):
                     if type(ev) is StreamError:
                         out += self._to_error(ev.error)
                         self.phase = Phase.CLOSED
                         return bytes(out)
-                    out += self._enc.encode(ev)
+                    if ev is not KEEPALIVE:
+                        out += self._enc.encode(ev)
             for ev in self._dec.close():
                 if type(ev) is StreamError:
                     out += self._to_error(ev.error)

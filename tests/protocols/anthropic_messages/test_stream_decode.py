@@ -13,9 +13,11 @@ from dragoman.errors import UpstreamProtocolError
 from dragoman.ir import carry
 from dragoman.ir.common import ErrorKind
 from dragoman.ir.common import StopReason
+from dragoman.ir.events import KEEPALIVE
 from dragoman.ir.events import BlockKind
 from dragoman.ir.events import BlockStart
 from dragoman.ir.events import BlockStop
+from dragoman.ir.events import Keepalive
 from dragoman.ir.events import MessageDelta
 from dragoman.ir.events import MessageStart
 from dragoman.ir.events import MessageStop
@@ -198,9 +200,10 @@ def test_error_event_becomes_stream_error():
     assert dec.close() == []
 
 
-def test_ping_and_unknown_events_are_skipped_unless_strict():
+def test_pings_are_keepalives_and_unknown_events_are_skipped_unless_strict():
     out, _ = feed_all([{"type": "ping"}, MSG_START, {"type": "ping"}, {"type": "brand_new", "x": 1}])
-    assert [type(e) for e in out] == [MessageStart]
+    assert [type(e) for e in out] == [Keepalive, MessageStart, Keepalive]
+    assert out[0] is KEEPALIVE and out[2] is KEEPALIVE
     with pytest.raises(UpstreamProtocolError, match="brand_new"):
         feed_all([MSG_START, {"type": "brand_new"}], Context(strict=True))
 
@@ -303,7 +306,8 @@ def test_stream_fast_lane_matches_model_rules():
     assert d.feed(SSEEvent('{"type":"content_block_delta","index":"0","delta":{"type":"text_delta","text":"x"}}')) == [
         TextDelta(0, "x")
     ]
-    assert d.feed(SSEEvent('{"type":"ping"}')) == []
+    assert d.feed(SSEEvent('{"type":"ping"}')) == [KEEPALIVE]
+    assert d.feed(SSEEvent('{"type": "ping"}')) == [KEEPALIVE]  # through the model
     with pytest.raises(UpstreamProtocolError, match="invalid Anthropic stream event"):
         d.feed(SSEEvent('{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":5}}'))
     with pytest.raises(UpstreamProtocolError, match="thinking_delta in a text block"):

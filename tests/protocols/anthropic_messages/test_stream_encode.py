@@ -68,6 +68,9 @@ def test_stream_self_round_trip(sample):
     assert len(outputs) == 1
     out = outputs.pop()
     evs = check_wire_order(out)
+    # every upstream ping is passed on as a keepalive, after the encoder's own framing ping
+    pings_in = sum(1 for o in _events(body) if o["type"] == "ping")
+    assert sum(1 for o in evs if o["type"] == "ping") == 1 + pings_in
     got = _norm(accumulate_raw(out))
     for b in expected:
         if b["type"] == "thinking" and b["sig"] is None:

@@ -12,6 +12,8 @@ through ``m.EVENT_ADAPTER`` on the dict already parsed (same models, no second p
 ``content_block_delta`` (issue 6): the callable-discriminated union 4.4 µs, a ``Literal``/
 ``Field(discriminator="type")`` union 3.3 µs, the bare model alone 3.0 µs, ``orjson.loads`` + dict
 access 0.9 µs; pydantic cannot get near orjson because it builds model instances (with an extra dict).
+
+Every ``ping`` is a keepalive (IR ``KEEPALIVE``): the client gets its own protocol's keepalive when it arrives.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from pydantic import ValidationError
 from dragoman.errors import UpstreamProtocolError
 from dragoman.ir import carry
 from dragoman.ir.common import Usage
+from dragoman.ir.events import KEEPALIVE
 from dragoman.ir.events import BlockKind
 from dragoman.ir.events import BlockStart
 from dragoman.ir.events import BlockStop
@@ -140,7 +143,7 @@ class AnthropicStreamDecoder(StreamDecoder):
                             if type(value) is str:
                                 return self._apply_delta(idx, dt, value)
             elif t == "ping":
-                return []
+                return [KEEPALIVE]
             elif t == "content_block_stop":
                 idx = obj.get("index")
                 if type(idx) is int:
@@ -158,7 +161,7 @@ class AnthropicStreamDecoder(StreamDecoder):
         if t is m.ContentBlockDeltaEvent:
             return self._delta(e)
         if t is m.PingEvent:
-            return []
+            return [KEEPALIVE]
         if t is m.ContentBlockStartEvent:
             return self._block_start(e)
         if t is m.ContentBlockStopEvent:

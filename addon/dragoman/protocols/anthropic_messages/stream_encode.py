@@ -53,11 +53,14 @@ from dragoman.protocols.anthropic_messages.stream_hold import OutBlock
 from dragoman.protocols.anthropic_messages.stream_hold import Run
 from dragoman.protocols.anthropic_messages.stream_hold import TextEvent
 from dragoman.protocols.anthropic_messages.stream_hold import hold
+from dragoman.protocols.base import KEEPALIVE_COMMENT
 from dragoman.protocols.base import Context
 from dragoman.protocols.base import StreamEncoder
 from dragoman.sse.encoder import encode_json
 
 logger = logging.getLogger(__name__)
+
+_PING = encode_json("ping", {"type": "ping"})
 
 
 class EncPhase(Enum):
@@ -335,6 +338,16 @@ class AnthropicStreamEncoder(StreamEncoder):
             )
         out += encode_json("message_stop", {"type": "message_stop"})
         self.phase = EncPhase.STOPPED
+
+    def keepalive(self) -> bytes:
+        """A ``ping`` event, as the real API sends; before ``message_start`` an SSE comment instead (the SDK's
+        stream helper rejects any event before ``message_start``); nothing after the end."""
+        phase = self.phase
+        if phase is EncPhase.IDLE:
+            return KEEPALIVE_COMMENT
+        if phase is EncPhase.STOPPED or phase is EncPhase.FAILED:
+            return b""
+        return _PING
 
     def error(self, err: ErrorInfo) -> bytes:
         self.phase = EncPhase.FAILED

@@ -20,6 +20,7 @@ from pydantic import ValidationError
 
 from dragoman.errors import UpstreamProtocolError
 from dragoman.ir.common import StopReason
+from dragoman.ir.events import KEEPALIVE
 from dragoman.ir.events import BlockKind
 from dragoman.ir.events import MessageDelta
 from dragoman.ir.events import MessageStart
@@ -166,6 +167,8 @@ class ResponsesStreamDecoder(ItemState, StreamDecoder):
             out.append(StreamError(info))
             self.phase = Phase.FAILED
             self.done = True
+        elif ev.type == "keepalive":
+            out.append(KEEPALIVE)
         else:
             self._other(ev.type)
         return out
@@ -219,7 +222,7 @@ class ResponsesStreamDecoder(ItemState, StreamDecoder):
     def _other(self, t: str) -> None:
         if t.startswith(_DROPPED_EVENT_PREFIXES):
             return
-        if t in ("response.reasoning_summary_part.done", "keepalive"):
+        if t == "response.reasoning_summary_part.done":
             return
         if self.ctx.strict:
             raise UpstreamProtocolError(f"unknown Responses event type {t!r} (phase {self.phase.value})")
