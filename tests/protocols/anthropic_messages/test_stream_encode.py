@@ -16,6 +16,7 @@ from dragoman.ir.common import ErrorInfo
 from dragoman.ir.common import ErrorKind
 from dragoman.ir.common import StopReason
 from dragoman.ir.common import Usage
+from dragoman.ir.events import KEEPALIVE
 from dragoman.ir.events import BlockKind
 from dragoman.ir.events import BlockStart
 from dragoman.ir.events import BlockStop
@@ -440,3 +441,24 @@ def test_refusal_block_says_refusal_in_the_stop_reason(stop, expected):
     assert [e["delta"]["stop_reason"] for e in evs if e["type"] == "message_delta"] == [
         "max_tokens" if stop is StopReason.MAX_TOKENS else "end_turn"
     ]
+
+
+def test_keepalive_per_phase():
+    """A comment before message_start (the SDK's stream helper rejects any event before it), a ping after,
+    nothing once the stream ended; ``encode(KEEPALIVE)`` is the same."""
+    enc = CODEC.stream_encoder(Context())
+    assert enc.keepalive() == b": keepalive\n\n" == enc.encode(KEEPALIVE)
+    enc.encode(MessageStart(id="msg_1", model="m"))
+    ping = b'event: ping\ndata: {"type":"ping"}\n\n'
+    assert enc.keepalive() == ping == enc.encode(KEEPALIVE)
+    enc.encode(BlockStart(0, BlockKind.TEXT))
+    enc.encode(TextDelta(0, "x"))
+    assert enc.keepalive() == ping
+    enc.encode(BlockStop(0))
+    enc.encode(MessageDelta(StopReason.END_TURN))
+    assert enc.keepalive() == ping
+    enc.encode(MessageStop())
+    assert enc.keepalive() == b""
+    failed = CODEC.stream_encoder(Context())
+    failed.error(ErrorInfo(kind=ErrorKind.API_ERROR, message="x", status=500))
+    assert failed.keepalive() == b""

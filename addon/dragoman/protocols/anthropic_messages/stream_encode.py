@@ -30,6 +30,7 @@ from dragoman.ir.common import Usage
 from dragoman.ir.events import BlockKind
 from dragoman.ir.events import BlockStart
 from dragoman.ir.events import BlockStop
+from dragoman.ir.events import Keepalive
 from dragoman.ir.events import MessageDelta
 from dragoman.ir.events import MessageStart
 from dragoman.ir.events import MessageStop
@@ -281,6 +282,8 @@ class AnthropicStreamEncoder(StreamEncoder):
             return b""
         if isinstance(ev, StreamError):
             return self.error(ev.error)
+        if isinstance(ev, Keepalive):  # the translator calls ``keepalive`` itself; this is for direct callers
+            return self.keepalive()
         out = bytearray()
         if isinstance(ev, MessageStart):
             if self.phase is not EncPhase.IDLE:
