@@ -79,8 +79,10 @@ class StreamTranslator:
             encode = self._enc.encode
             dec = self._dec
             dec_feed = dec.feed
+            comment = COMMENT
+            keepalive = KEEPALIVE
             for sse in events:
-                if sse is COMMENT:
+                if sse is comment:
                     append(self._enc.keepalive())
                     continue
                 self.events_in += 1
@@ -88,7 +90,7 @@ class StreamTranslator:
                     if type(ev) is StreamError:
                         append(self._to_error(ev.error))
                         return b"".join(out)
-                    append(encode(ev) if ev is not KEEPALIVE else self._enc.keepalive())
+                    append(encode(ev) if ev is not keepalive else self._enc.keepalive())
                 if dec.done:  # nothing may follow the terminal event on the client side
                     break
             # phase after the events: STREAMING once any event was seen, DONE once the decoder is done
