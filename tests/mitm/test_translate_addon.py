@@ -617,3 +617,31 @@ def test_no_api_key_in_logs_at_any_level(addon, monkeypatch):
     assert cap.lines, "expected some log output"
     for secret in (CLIENT_KEY, OPTION_KEY, ENV_KEY):
         assert secret not in text
+
+
+@pytest.mark.parametrize(
+    "stream, tls, http2, relayed",
+    [
+        (True, False, False, False),  # a plain-HTTP/1.1 stream: mitmproxy forwards it, the addon can finish it
+        (False, False, False, True),  # a whole answer: read in full by the relay (JSON 502 on a drop)
+        (True, True, False, True),  # TLS client: only the relay can end its stream with an error event
+        (True, False, True, True),  # HTTP/2 client: the same
+    ],
+    ids=["plain-stream", "plain-json", "tls-stream", "h2-stream"],
+)
+def test_which_flows_go_through_the_relay(tctx, addon, stream, tls, http2, relayed):
+    tctx.configure(addon, dragoman_target="openai-chat", dragoman_upstream="http://upstream.example:9/v1")
+    addon.relay.port = 4321  # as if running (nothing is sent in this test)
+    f = make_flow("anthropic", stream=stream)
+    f.client_conn.tls = tls
+    if http2:
+        f.request.http_version = "HTTP/2.0"
+    addon.request(f)
+    assert f.response is None
+    state = addon.flows.get(f.id)
+    assert state is not None
+    if relayed:
+        assert (f.request.host, f.request.port) == ("127.0.0.1", 4321) and state.relay_token is not None
+        addon.relay.forget(state.relay_token)
+    else:
+        assert (f.request.host, f.request.port) == ("upstream.example", 9) and state.relay_token is None

@@ -23,6 +23,7 @@ from typing import Any
 
 from mitmproxy import ctx
 from mitmproxy import http
+from mitmproxy.net.http import status_codes
 
 logger = logging.getLogger(__name__)
 
@@ -73,6 +74,34 @@ def deliver_final_frame(flow: http.HTTPFlow, frame: bytes) -> bool:
     except Exception:  # noqa: BLE001
         logger.debug("flow %s: writing the final error frame failed", flow.id, exc_info=True)
         return False
+    return True
+
+
+def deliver_error_answer(flow: http.HTTPFlow, status: int, body: bytes) -> bool:
+    """From the ``error`` hook, before any response reached a plain-HTTP/1.1 client: write a whole JSON
+    answer (``connection: close``) to the client and kill the flow, so mitmproxy sends no HTML error page
+    of its own after it (a killed flow's error carries no status) and closes the connection.
+
+    Returns False (nothing written) for a TLS or HTTP/2 client or no live connection.
+    """
+    if flow.client_conn.tls or not flow.request.http_version.startswith("HTTP/1") or not flow.killable:
+        return False
+    handler = _handler(flow)
+    io = handler.transports.get(flow.client_conn) if handler is not None else None
+    writer = getattr(io, "writer", None)
+    if writer is None or not hasattr(writer, "is_closing") or writer.is_closing():
+        return False
+    reason = status_codes.RESPONSES.get(status, "")
+    head = (
+        f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\n"
+        f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
+    )
+    try:
+        writer.write(head.encode() + body)
+    except Exception:  # noqa: BLE001
+        logger.debug("flow %s: writing the error answer failed", flow.id, exc_info=True)
+        return False
+    flow.kill()  # mitmproxy tells a kill by the error message: it must stay Error.KILLED_MESSAGE
     return True
 
 

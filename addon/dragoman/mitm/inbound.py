@@ -13,6 +13,7 @@ from mitmproxy.net.http import status_codes
 from dragoman.errors import TranslationError
 from dragoman.ir.common import ErrorInfo
 from dragoman.ir.common import ErrorKind
+from dragoman.mitm.faults import deliver_error_answer
 from dragoman.mitm.faults import deliver_final_frame
 from dragoman.mitm.flowstate import FlowState
 from dragoman.protocols import get_codec
@@ -139,6 +140,22 @@ def final_error_frame(flow: http.HTTPFlow, state: FlowState, message: str, timed
         "idle timeout" if timed_out else f"connection failed mid-stream ({message})",
         state.sent,
     )
+    return True
+
+
+def error_answer(flow: http.HTTPFlow, state: FlowState, message: str) -> bool:
+    """The upstream failed before any answer reached the client (refused, reset, dropped mid-body of a
+    whole answer) on the direct path: answer a 502 with a JSON error in the client's protocol where mitmproxy
+    lets us (a plain-HTTP/1.1 client, see ``dragoman.mitm.faults``), instead of mitmproxy's HTML page."""
+    info = ErrorInfo(kind=ErrorKind.API_ERROR, message=f"upstream connection failed: {message}", status=502)
+    try:
+        body = error_body(info, state.plan.client)
+    except Exception:  # noqa: BLE001
+        logger.exception("flow %s: encoding the error answer failed", flow.id)
+        return False
+    if not deliver_error_answer(flow, 502, body):
+        return False
+    logger.warning("flow %s: connection failed (%s); answered 502 with a JSON error", flow.id, message)
     return True
 
 

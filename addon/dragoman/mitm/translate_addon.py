@@ -99,18 +99,22 @@ class Translate(TranslateConfig):
                 self._reject(flow, client, self._no_route(cr.client_model))
                 return
             route, candidates = found.match, self.routing.router.candidates(found, cr.client_model)
-        if override or not self.relay.port:
-            # a replayed flow goes to the Replayer's own server; without a running relay (unit tests with
-            # taddons) mitmproxy forwards the flow itself
-            if len(candidates) > 1 or len(candidates[0].upstream.keys) > 1:
+        single = len(candidates) == 1 and len(candidates[0].upstream.keys) <= 1
+        if override or not self.relay.port or (single and cr.stream and _plain_http1(flow)):
+            # mitmproxy forwards the flow itself: a replayed flow (to the Replayer's own server), no running
+            # relay (unit tests with taddons), or a streamed request from a plain-HTTP/1.1 client with one
+            # possible attempt, where the addon can still finish the client's body after an upstream fault
+            # (``faults``) and answer a refused connection in JSON (``error``) — and the loopback hop's cost
+            # (measured: 13-16 µs of mitmdump CPU per streamed event) is saved
+            if not single:
                 self._reject(flow, client, _internal("Dragoman's relay is not running (failover needs mitmproxy running)"))
                 return
             self._direct(flow, client, cr, route, candidates[0])
         else:
-            # Every other flow goes through the relay, even with a single attempt: it reads whole answers in
+            # Everything else goes through the relay, even with a single attempt: it reads whole answers in
             # full (a dropped or refused upstream becomes a JSON 502 in the client's protocol) and ends a
-            # failed stream cleanly, so the client's protocol error event reaches it over any transport
-            # (HTTP/1.1, TLS, HTTP/2); mitmproxy's own forwarding gives an HTML 502 and cuts the stream.
+            # failed stream cleanly, so the client's protocol error event reaches it over TLS and HTTP/2 too;
+            # mitmproxy's own forwarding gives an HTML 502 and cuts the stream there.
             self._relayed(flow, client, cr, route, candidates)
 
     def _new_context(self) -> Context:
@@ -231,6 +235,13 @@ class Translate(TranslateConfig):
                 inbound.log_dropped(flow, state)
                 self.usage.record(flow, state, flow.response.status_code if flow.response else 502, failed=True)
                 return
+        if state.translator is None and inbound.error_answer(flow, state, message):
+            # nothing reached the client yet (refused, or dropped before a streamed body began): mitmproxy
+            # would answer with its HTML page; the client got a JSON error in its protocol instead
+            flow.metadata[METADATA_KEY] = state.metadata()
+            inbound.log_dropped(flow, state)
+            self.usage.record(flow, state, 502, failed=True)
+            return
         if state.translator is not None and state.started:
             # Measured on mitmproxy 11.0.2 and 12.2.3: when the upstream dies mid-stream, the stream
             # callable is never called with b"" and nothing more can be written; mitmproxy closes the
@@ -290,6 +301,11 @@ class Translate(TranslateConfig):
         status = info.http_status
         flow.response = http.Response.make(status, error_body(info, client), {"content-type": JSON_CT})
         logger.warning("flow %s: %s request rejected with %d: %s", flow.id, client.value, status, info.message)
+
+
+def _plain_http1(flow: http.HTTPFlow) -> bool:
+    """The client talks HTTP/1.x without TLS: the connection the addon can write a last frame to."""
+    return not flow.client_conn.tls and flow.request.http_version.startswith("HTTP/1")
 
 
 def _internal(message: str) -> ErrorInfo:
