@@ -6,7 +6,9 @@ hook and then closes the client connection without a terminating chunk: the clie
 connection, never the error in its own protocol. Measured on 11.0.2 and 12.2.3, the hook runs BEFORE
 mitmproxy closes the client side, so for a plain-HTTP/1.1 client the addon can finish the chunked
 body itself from the hook: one chunk holding the error frame, then ``0\\r\\n\\r\\n``. (A TLS or HTTP/2
-client connection is framed inside mitmproxy's layers; there the client keeps seeing a cut connection.)
+client connection is framed inside mitmproxy's layers: such flows go through the relay, see ``relay``.)
+Before any answer reached a plain-HTTP/1.1 client (refused connection, a whole answer cut mid-body), the
+hook writes a whole JSON 502 instead and kills the flow, so mitmproxy adds no HTML page of its own.
 
 ``IdleWatchdog``: an asyncio task per streamed flow; when no upstream byte arrived for ``timeout``
 seconds it marks the flow timed out and closes the upstream socket, which makes mitmproxy run the

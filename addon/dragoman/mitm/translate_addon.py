@@ -2,8 +2,9 @@
 
 request          -> route (the model picks a route: the routes file, or the single-upstream shorthand),
                     translate the body, set URL and key; an invalid client body is answered 400 in the
-                    client's shape. A route with more than one possible attempt goes through the ``Relay``
-                    (failover before the first byte); otherwise mitmproxy forwards the flow itself.
+                    client's shape. A streamed request from a plain-HTTP/1.1 client with one possible
+                    attempt is forwarded by mitmproxy itself; every other flow goes through the ``Relay``
+                    (failover before the first byte, faults framed for TLS and HTTP/2 clients).
 responseheaders  -> for a 2xx ``text/event-stream`` answer, install the stream callable (``inbound``)
 response         -> translate whole JSON bodies and upstream errors (same status, message, retry-after)
 error            -> the upstream died: release the state, finish the client's stream where possible
