@@ -24,9 +24,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from dataclasses import field
+from http import HTTPStatus
 
-import h11
-
+from dragoman.mitm import http1
 from dragoman.mitm.upstream_http import ERROR_BODY_LIMIT
 from dragoman.mitm.upstream_http import UpstreamConnectError
 from dragoman.mitm.upstream_http import UpstreamResponse
@@ -123,30 +123,30 @@ class Relay:
     # -- serving mitmproxy's side
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        conn = h11.Connection(h11.SERVER)
+        """mitmproxy's connection: requests one after the other (keep-alive), each answered in full."""
         try:
             while True:
-                target = await _read_request(conn, reader)
-                if target is None:
+                head = await http1.read_head(reader)
+                if head is None:
                     return
+                start, headers = head
+                await http1.BodyReader(reader, headers).drain(0)  # the job holds what to send upstream
+                target = start.split(" ")[1] if start.count(" ") >= 2 else ""
                 job = self.jobs.pop(target.lstrip("/"), None)
                 if job is None:
                     body = b'{"error":"unknown relay token"}'
-                    await _send_whole(conn, writer, 404, [("content-type", "application/json")], body)
-                else:
-                    try:
-                        await self._run(job, conn, writer)
-                    finally:
-                        job.done.set()
-                if conn.our_state is not h11.DONE or conn.their_state is not h11.DONE:
-                    return
-                conn.start_next_cycle()
-        except (ConnectionError, OSError, h11.ProtocolError, asyncio.IncompleteReadError):
+                    await _send_whole(writer, 404, [("content-type", "application/json")], body)
+                    continue
+                try:
+                    await self._run(job, writer)
+                finally:
+                    job.done.set()
+        except (ConnectionError, OSError, asyncio.IncompleteReadError):
             return
         finally:
             writer.close()
 
-    async def _run(self, job: RelayJob, conn: h11.Connection, writer: asyncio.StreamWriter) -> None:
+    async def _run(self, job: RelayJob, writer: asyncio.StreamWriter) -> None:
         attempts = job.attempts
         last: Attempt | None = None
         failure: Failure | None = None
@@ -181,7 +181,7 @@ class Relay:
                 attempts.succeeded(att, job.clock(), resp.status)
                 self._log_attempt(job, att, resp.status, None, "")
                 job.commit(att)
-                await self._deliver(job, resp, conn, writer)
+                await self._deliver(job, resp, writer)
                 return
             body = await resp.read(ERROR_BODY_LIMIT)
             resp.close()
@@ -195,7 +195,7 @@ class Relay:
         job.commit(last)
         if failure is None:
             failure = self._no_answer(job, last)
-        await _send_whole(conn, writer, failure.status, failure.headers, failure.body)
+        await _send_whole(writer, failure.status, failure.headers, failure.body)
 
     def _no_answer(self, job: RelayJob, last: Attempt | None) -> Failure:
         attempts = job.attempts
@@ -223,17 +223,17 @@ class Relay:
                 f" ({detail})" if detail else "",
             )
 
-    async def _deliver(self, job: RelayJob, resp: UpstreamResponse, conn: h11.Connection, writer: asyncio.StreamWriter) -> None:
+    async def _deliver(self, job: RelayJob, resp: UpstreamResponse, writer: asyncio.StreamWriter) -> None:
         try:
             ctype = (resp.header("content-type") or "").lower()
             if not ctype.startswith("text/event-stream"):
-                await self._deliver_whole(job, resp, conn, writer)
+                await self._deliver_whole(job, resp, writer)
             else:
-                await self._deliver_stream(job, resp, conn, writer)
+                await self._deliver_stream(job, resp, writer)
         finally:
             resp.close()
 
-    async def _deliver_whole(self, job: RelayJob, resp: UpstreamResponse, conn: h11.Connection, writer: asyncio.StreamWriter) -> None:
+    async def _deliver_whole(self, job: RelayJob, resp: UpstreamResponse, writer: asyncio.StreamWriter) -> None:
         out = bytearray()
         try:
             while (chunk := await _next(resp, job.idle_timeout)) is not None:
@@ -242,22 +242,30 @@ class Relay:
                     raise ConnectionError(f"answer larger than {WHOLE_BODY_LIMIT} bytes")
         except TimeoutError:
             failure = job.error_answer(504, f"upstream sent nothing for {job.idle_timeout:g} s mid-answer (dragoman_idle_timeout); connection closed", None)
-            await _send_whole(conn, writer, failure.status, failure.headers, failure.body)
+            await _send_whole(writer, failure.status, failure.headers, failure.body)
             return
         except (ConnectionError, OSError) as e:
             failure = job.error_answer(502, f"upstream connection failed mid-answer: {e}", None)
-            await _send_whole(conn, writer, failure.status, failure.headers, failure.body)
+            await _send_whole(writer, failure.status, failure.headers, failure.body)
             return
-        await _send_whole(conn, writer, resp.status, _pass_headers(resp.headers), bytes(out))
+        await _send_whole(writer, resp.status, _pass_headers(resp.headers), bytes(out))
 
-    async def _deliver_stream(self, job: RelayJob, resp: UpstreamResponse, conn: h11.Connection, writer: asyncio.StreamWriter) -> None:
+    async def _deliver_stream(self, job: RelayJob, resp: UpstreamResponse, writer: asyncio.StreamWriter) -> None:
         headers = [*_pass_headers(resp.headers), ("transfer-encoding", "chunked")]
-        writer.write(conn.send(h11.Response(status_code=resp.status, headers=headers)))
+        writer.write(http1.encode_head(f"HTTP/1.1 {resp.status} {_reason(resp.status)}", headers))
         await writer.drain()
+        idle = job.idle_timeout
+        loop = asyncio.get_running_loop()
         try:
-            while (chunk := await _next(resp, job.idle_timeout)) is not None:
-                writer.write(conn.send(h11.Data(data=chunk)))
-                await writer.drain()
+            # one timer for the whole body, moved on per piece (a wait_for per event would cost a task each);
+            # it runs only while waiting for the upstream, never while mitmproxy's side is slow to take bytes
+            async with asyncio.timeout(loop.time() + idle if idle > 0 else None) as window:
+                while (piece := await resp.next_chunk()) is not None:
+                    window.reschedule(None)
+                    writer.write(http1.chunk(piece))
+                    await writer.drain()
+                    if idle > 0:
+                        window.reschedule(loop.time() + idle)
         except TimeoutError:
             job.on_stream_failure(
                 f"upstream sent nothing for {job.idle_timeout:g} s (dragoman_idle_timeout); connection closed", True
@@ -267,12 +275,12 @@ class Relay:
                 raise  # mitmproxy's side went away (client gone, or its own idle close)
             job.on_stream_failure(f"upstream connection failed mid-stream: {e}", False)
         else:
-            writer.write(conn.send(h11.EndOfMessage()))
+            writer.write(http1.LAST_CHUNK)
             await writer.drain()
             return
         if not job.clean_end:
             raise ConnectionError("upstream stream failed: cut, as the upstream did")
-        writer.write(conn.send(h11.EndOfMessage()))
+        writer.write(http1.LAST_CHUNK)
         await writer.drain()
 
 
@@ -282,32 +290,17 @@ async def _next(resp: UpstreamResponse, idle: float) -> bytes | None:
     return await resp.next_chunk()
 
 
-async def _read_request(conn: h11.Connection, reader: asyncio.StreamReader) -> str | None:
-    """Read one request from mitmproxy (its body is not needed: the job holds what to send)."""
-    target: str | None = None
-    while True:
-        event = conn.next_event()
-        if event is h11.NEED_DATA:
-            data = await reader.read(65536)
-            conn.receive_data(data)
-            if not data and target is None and conn.their_state is h11.IDLE:
-                return None
-            continue
-        if isinstance(event, h11.Request):
-            target = event.target.decode("latin-1")
-        elif isinstance(event, h11.EndOfMessage):
-            return target
-        elif isinstance(event, h11.ConnectionClosed):
-            return None
-
-
-async def _send_whole(conn: h11.Connection, writer: asyncio.StreamWriter, status: int, headers: list[tuple[str, str]], body: bytes) -> None:
+async def _send_whole(writer: asyncio.StreamWriter, status: int, headers: list[tuple[str, str]], body: bytes) -> None:
     headers = [*[(k, v) for k, v in headers if k.lower() not in HOP_HEADERS], ("content-length", str(len(body)))]
-    writer.write(conn.send(h11.Response(status_code=status, headers=headers)))
-    if body:
-        writer.write(conn.send(h11.Data(data=body)))
-    writer.write(conn.send(h11.EndOfMessage()))
+    writer.write(http1.encode_head(f"HTTP/1.1 {status} {_reason(status)}", headers) + body)
     await writer.drain()
+
+
+def _reason(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return "Status"
 
 
 def _pass_headers(headers: list[tuple[str, str]]) -> list[tuple[str, str]]:

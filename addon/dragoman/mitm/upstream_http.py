@@ -1,4 +1,4 @@
-"""A minimal asyncio HTTP/1.1 client for the relay's upstream attempts (h11, which mitmproxy ships).
+"""A minimal asyncio HTTP/1.1 client for the relay's upstream attempts (framing in ``http1``).
 
 One connection per attempt; TLS verified against certifi's roots unless ``insecure``. ``open`` returns once
 the response headers are in (bounded by the connect and first-byte timeouts), so the caller can classify a
@@ -12,8 +12,8 @@ import ssl
 from dataclasses import dataclass
 
 import certifi
-import h11
 
+from dragoman.mitm import http1
 from dragoman.routing.url import UpstreamURL
 
 READ_SIZE = 65536
@@ -44,35 +44,16 @@ def tls_context(insecure: bool) -> ssl.SSLContext:
 class UpstreamResponse:
     status: int
     headers: list[tuple[str, str]]
-    _conn: h11.Connection
-    _reader: asyncio.StreamReader
+    _body: http1.BodyReader
     _writer: asyncio.StreamWriter
 
     def header(self, name: str) -> str | None:
-        name = name.lower()
-        for k, v in self.headers:
-            if k == name:
-                return v
-        return None
+        return http1.header(self.headers, name.lower())
 
     async def next_chunk(self) -> bytes | None:
         """The next piece of the body as it arrives, None at its end. Raises ``ConnectionError`` if the upstream
         ends it early or breaks the framing."""
-        try:
-            while True:
-                event = self._conn.next_event()
-                if event is h11.NEED_DATA:
-                    self._conn.receive_data(await self._reader.read(READ_SIZE))
-                    continue
-                if isinstance(event, h11.Data):
-                    if event.data:
-                        return bytes(event.data)
-                    continue
-                if isinstance(event, h11.EndOfMessage):
-                    return None
-                raise ConnectionError(f"unexpected {type(event).__name__} in the response body")
-        except h11.RemoteProtocolError as e:
-            raise ConnectionError(f"the upstream broke the response body: {e}") from e
+        return await self._body.next()
 
     async def read(self, limit: int = ERROR_BODY_LIMIT) -> bytes:
         """The whole body (up to ``limit``); whatever arrived if the upstream fails mid-body."""
@@ -112,36 +93,33 @@ async def open_request(
         raise UpstreamConnectError(f"no connection to {url.origin} within {connect_timeout:.0f} s") from e
     except (OSError, ssl.SSLError) as e:
         raise UpstreamConnectError(f"cannot connect to {url.origin}: {e}") from e
-    conn = h11.Connection(h11.CLIENT)
     host = url.host if url.port in (80, 443) else f"{url.host}:{url.port}"
     all_headers = [("host", host), *headers, ("content-length", str(len(body)))]
     try:
-        writer.write(conn.send(h11.Request(method="POST", target=path, headers=all_headers)))
-        writer.write(conn.send(h11.Data(data=body)))
-        writer.write(conn.send(h11.EndOfMessage()))
+        writer.write(http1.encode_head(f"POST {path} HTTP/1.1", all_headers) + body)
         await writer.drain()
-        event = await asyncio.wait_for(_response_headers(conn, reader), first_byte_timeout)
+        status, headers_out = await asyncio.wait_for(_response_head(reader), first_byte_timeout)
+        body_reader = http1.BodyReader(reader, headers_out, has_body=status not in (204, 304))
     except TimeoutError as e:
         writer.close()
         raise UpstreamConnectError(f"{url.origin} sent no response headers within {first_byte_timeout:.0f} s") from e
-    except (OSError, ssl.SSLError, h11.ProtocolError, ConnectionError) as e:
+    except (OSError, ssl.SSLError, ConnectionError, ValueError) as e:
         writer.close()
         raise UpstreamConnectError(f"{url.origin}: {type(e).__name__}: {e}") from e
-    headers_out = [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in event.headers]
-    return UpstreamResponse(event.status_code, headers_out, conn, reader, writer)
+    return UpstreamResponse(status, headers_out, body_reader, writer)
 
 
-async def _response_headers(conn: h11.Connection, reader: asyncio.StreamReader) -> h11.Response:
+async def _response_head(reader: asyncio.StreamReader) -> tuple[int, list[tuple[str, str]]]:
     while True:
-        event = conn.next_event()
-        if event is h11.NEED_DATA:
-            data = await reader.read(READ_SIZE)
-            if not data and conn.their_state is h11.SEND_RESPONSE:
-                raise ConnectionError("the upstream closed the connection before answering")
-            conn.receive_data(data)
-            continue
-        if isinstance(event, h11.InformationalResponse):
-            continue
-        if isinstance(event, h11.Response):
-            return event
-        raise ConnectionError(f"unexpected {type(event).__name__} instead of response headers")
+        head = await http1.read_head(reader)
+        if head is None:
+            raise ConnectionError("the upstream closed the connection before answering")
+        start, headers = head
+        version, _, rest = start.partition(" ")
+        code = rest[:3]
+        if not version.startswith("HTTP/1.") or not code.isdigit():
+            raise http1.FramingError(f"not an HTTP/1.1 status line: {start[:80]!r}")
+        status = int(code)
+        if 100 <= status < 200:
+            continue  # 100 Continue and friends
+        return status, headers
