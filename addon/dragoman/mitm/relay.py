@@ -143,6 +143,8 @@ class Relay:
                     job.done.set()
         except (ConnectionError, OSError, asyncio.IncompleteReadError):
             return
+        except asyncio.CancelledError:
+            return  # mitmproxy is shutting down: nothing to report
         finally:
             writer.close()
 
