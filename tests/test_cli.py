@@ -252,3 +252,38 @@ def test_replay_command_serves_a_shipped_recording_byte_for_byte(tmp_path):
             proc.wait()
     text = log.read_text()
     assert "2 recorded exchanges loaded" in text and f"http://127.0.0.1:{port}" in text
+
+
+def test_run_with_a_routes_file(tmp_path):
+    from dragoman import cli as cli_mod
+
+    cfg = tmp_path / "routes.yaml"
+    cfg.write_text(
+        "upstreams:\n  - {name: ds, protocol: openai-chat, base_url: 'https://api.deepseek.com/v1'}\n"
+        "routes:\n  - {match: '*', to: [ds/deepseek-chat]}\n"
+    )
+    argv = cli_mod.build_mitmdump_argv([], port=8080, mitmdump="mitmdump", config=str(cfg))
+    assert f"dragoman_config={cfg.resolve()}" in argv
+    assert argv[argv.index("--mode") + 1] == "reverse:https://api.deepseek.com"
+    assert argv[argv.index("--listen-host") + 1] == "127.0.0.1" and argv[argv.index("-p") + 1] == "8080"
+    # a --listen-host or --mode of the user's wins
+    argv = cli_mod.build_mitmdump_argv(["--mode", "regular", "--listen-host", "0.0.0.0"], mitmdump="m", config=str(cfg))
+    assert argv.count("--mode") == 1 and argv.count("--listen-host") == 1
+
+
+def test_run_with_a_broken_or_missing_routes_file(tmp_path, capsys):
+    import pytest
+
+    from dragoman import cli as cli_mod
+
+    with pytest.raises(SystemExit) as e:
+        cli_mod.main(["run", "--config", str(tmp_path / "nope.yaml")])
+    assert "cannot read the routes file" in str(e.value)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("upstreams:\n  - {name: a, protocol: gemini, base_url: 'http://x'}\nroutes: [{match: '*', to: [a]}]\n")
+    with pytest.raises(SystemExit) as e:
+        cli_mod.main(["run", "--config", str(bad)])
+    assert "line 2: upstreams[0] (a): unknown protocol 'gemini'" in str(e.value)
+    with pytest.raises(SystemExit) as e:
+        cli_mod.main(["run", "--config", str(bad), "--target", "anthropic"])
+    assert "--config names every upstream" in str(e.value)

@@ -17,7 +17,6 @@ import argparse
 import logging
 import os
 import shutil
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -58,15 +57,23 @@ def build_mitmdump_argv(
     model_map: list[str] | None = None,
     port: int | None = None,
     mitmdump: str | None = None,
+    config: str | None = None,
 ) -> list[str]:
-    """The mitmdump command line. With ``upstream`` and no ``--mode`` in ``extra``, reverse mode to it."""
+    """The mitmdump command line. With ``upstream`` (or a routes file) and no ``--mode`` in ``extra``, reverse
+    mode to it (the routes file's first upstream). Binds 127.0.0.1 unless ``extra`` says ``--listen-host``."""
     argv = [mitmdump or mitmdump_path(), "-s", str(entry_script())]
     has_mode = any(a == "--mode" or a.startswith("--mode=") or a == "-m" for a in extra)
-    if upstream and not has_mode:
-        parts = urlsplit(upstream)
+    reverse_to = upstream
+    if config:
+        reverse_to = _first_upstream(config)
+        argv += ["--set", f"dragoman_config={Path(config).expanduser().resolve()}"]
+    if reverse_to and not has_mode:
+        parts = urlsplit(reverse_to)
         argv += ["--mode", f"reverse:{parts.scheme}://{parts.netloc}"]
+    if not any(a == "--listen-host" or a.startswith("--listen-host=") for a in extra):
+        argv += ["--listen-host", "127.0.0.1"]
     if port is not None:
-        argv += ["--listen-host", "127.0.0.1", "-p", str(port)]
+        argv += ["-p", str(port)]
     if target:
         argv += ["--set", f"dragoman_target={target}"]
     if upstream:
@@ -78,8 +85,29 @@ def build_mitmdump_argv(
     return argv + extra
 
 
+def _first_upstream(config: str) -> str:
+    """Check the routes file now (a clear message instead of mitmdump's) and return its first upstream's URL."""
+    from dragoman.routing.load import ConfigError
+    from dragoman.routing.load import load_config
+
+    path = Path(config).expanduser()
+    try:
+        cfg = load_config(path.read_text(encoding="utf-8"), str(path), os.environ)
+    except OSError as e:
+        raise SystemExit(f"dragoman run: cannot read the routes file {path}: {e.strerror or e}") from None
+    except ConfigError as e:
+        raise SystemExit(f"dragoman run: {e}") from None
+    first = next(iter(cfg.upstreams.values()))
+    assert first.url is not None
+    return first.url.origin
+
+
 def _cmd_run(args: argparse.Namespace, extra: list[str]) -> int:
-    argv = build_mitmdump_argv(extra, args.target, args.upstream, args.api_key, args.model_map, args.port)
+    if args.config and (args.target or args.upstream or args.api_key or args.model_map):
+        raise SystemExit("dragoman run: --config names every upstream; drop --target/--upstream/--api-key/--model-map")
+    argv = build_mitmdump_argv(
+        extra, args.target, args.upstream, args.api_key, args.model_map, args.port, config=args.config
+    )
     shown = [_redact(a) if a.startswith("dragoman_api_key=") else a for a in argv]
     print("exec:", " ".join(shown), file=sys.stderr, flush=True)
     os.execv(argv[0], argv)
@@ -89,115 +117,6 @@ def _cmd_run(args: argparse.Namespace, extra: list[str]) -> int:
 def _redact(arg: str) -> str:
     value = arg.partition("=")[2]
     return arg if value.startswith("env:") else "dragoman_api_key=***"
-
-
-def dead_port() -> int:
-    """A 127.0.0.1 port nothing listens on (bound by us, then released): replay's reverse-mode target, so a
-    request the replayer does not serve fails at once instead of reaching the network."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _has_mode(extra: list[str]) -> bool:
-    return any(a == "--mode" or a.startswith("--mode=") or a == "-m" for a in extra)
-
-
-def _check_speed(value: str) -> str:
-    try:
-        speed = float(value)
-    except ValueError:
-        speed = -1.0
-    if not (0 <= speed < float("inf")):
-        raise argparse.ArgumentTypeError(
-            f"--speed must be a finite number >= 0 (0 = as fast as possible), got {value!r}"
-        )
-    return value
-
-
-def build_replay_argv(
-    path: str | Path,
-    speed: str = "1",
-    port: int = 8080,
-    unmatched: str = "error",
-    upstream: str | None = None,
-    extra: list[str] | None = None,
-    mitmdump: str | None = None,
-    dead: int | None = None,
-) -> list[str]:
-    """mitmdump replaying ``path``: reverse mode to a dead local port (or to ``upstream``, where
-    ``--unmatched forward`` sends what no recording matches), listening on 127.0.0.1:``port``."""
-    extra = list(extra or [])
-    if unmatched == "forward" and not upstream and not _has_mode(extra):
-        raise SystemExit(
-            "dragoman replay: --unmatched forward needs --upstream URL (replay alone never touches the network)"
-        )
-    argv = build_mitmdump_argv([], upstream=upstream, port=port, mitmdump=mitmdump)
-    if not upstream and not _has_mode(extra):
-        argv += ["--mode", f"reverse:http://127.0.0.1:{dead or dead_port()}"]
-    argv += ["--set", f"dragoman_replay={Path(path).expanduser().resolve()}"]
-    argv += ["--set", f"dragoman_replay_speed={speed}", "--set", f"dragoman_replay_unmatched={unmatched}"]
-    return argv + extra
-
-
-def describe_replay(path: str | Path, speed: str, port: int, unmatched: str) -> list[str]:
-    """The progress lines ``replay`` prints: what is replayed, how many exchanges, where to point clients.
-    Raises ``SystemExit`` when ``path`` holds no recorded exchange."""
-    from dragoman.mitm import store
-
-    root = Path(path).expanduser()
-    try:
-        loaded = store.load_exchanges(root)
-    except (OSError, ValueError) as e:
-        raise SystemExit(f"dragoman replay: cannot load {path}: {e}") from None
-    playable = [(p, ex) for p, ex in loaded if ex.upstream_response is not None or ex.error is not None]
-    if not playable:
-        raise SystemExit(f"dragoman replay: no recorded exchange in {path}")
-    sessions = sorted({p.parent.name for p, _ in playable})
-    lines = [f"Dragoman replay: {path}: {len(playable)} recorded exchanges loaded ({len(sessions)} session(s))"]
-    for p, ex in playable[:50]:
-        resp = ex.upstream_response
-        what = f"{resp.status}" if resp is not None else f"connection failure ({ex.error})"
-        if resp is not None and resp.chunks is not None:
-            last = resp.chunks[-1][1] if resp.chunks else 0.0
-            what += f", stream of {len(resp.chunks)} chunks over {resp.headers_delay + last:.2f} s"
-        proto = f"{ex.client_protocol} -> {ex.upstream_protocol}"
-        lines.append(f"  {p.parent.name}/{p.name}: {proto}, model {ex.client_model or '?'}, {what}")
-    if len(playable) > 50:
-        lines.append(f"  ... and {len(playable) - 50} more")
-    factor = float(speed)
-    pace = (
-        "as fast as possible"
-        if factor == 0
-        else "the recorded timing"
-        if factor == 1
-        else f"{factor:g}x the recorded speed"
-    )
-    unmatched_text = {
-        "error": "a 404 error in the client's protocol",
-        "forward": "forwarded to the upstream",
-        "next": "answered with the next recorded exchange, in order",
-    }[unmatched]
-    url = f"http://127.0.0.1:{port}"
-    lines += [
-        f"Timing: {pace} (--speed {speed}). Unmatched requests: {unmatched_text}.",
-        "Any client protocol works (Anthropic Messages, OpenAI Chat, OpenAI Responses): the recorded upstream",
-        "response is translated for it. No network and no API key are needed.",
-        f"Point clients at {url}:",
-        f"  ANTHROPIC_BASE_URL={url} ANTHROPIC_API_KEY=dummy",
-        f"  OPENAI_BASE_URL={url}/v1 OPENAI_API_KEY=dummy",
-        "Ctrl-C stops it.",
-    ]
-    return lines
-
-
-def _cmd_replay(args: argparse.Namespace, extra: list[str]) -> int:
-    for line in describe_replay(args.path, args.speed, args.port, args.unmatched):
-        print(line, flush=True)
-    argv = build_replay_argv(args.path, args.speed, args.port, args.unmatched, args.upstream, extra)
-    print("exec:", " ".join(argv), file=sys.stderr, flush=True)
-    os.execv(argv[0], argv)
-    return 0  # not reached
 
 
 def _run_parser(prog: str = "python -m dragoman run") -> argparse.ArgumentParser:
@@ -212,52 +131,7 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--api-key", help="sets dragoman_api_key (a key or env:NAME)")
     p.add_argument("--model-map", action="append", help="PATTERN=MODEL; repeatable")
     p.add_argument("--port", type=int, help="listen on 127.0.0.1:PORT")
-
-
-def build_record_argv(
-    directory: str | Path, session: str | None, run_args: list[str], mitmdump: str | None = None
-) -> tuple[list[str], argparse.Namespace]:
-    """mitmdump as ``run`` would start it with ``run_args``, recording into ``directory``/``session``."""
-    if session is not None and (not session.strip() or Path(session).name != session or session in (".", "..")):
-        raise SystemExit(f"dragoman record: --session {session!r} must be a folder name, not a path")
-    ns, extra = _run_parser().parse_known_args(run_args)
-    if extra and extra[0] == "--":
-        extra = extra[1:]
-    full = build_mitmdump_argv(extra, ns.target, ns.upstream, ns.api_key, ns.model_map, ns.port, mitmdump)
-    argv = full[: len(full) - len(extra)]
-    argv += ["--set", f"dragoman_record={Path(directory).expanduser().resolve()}"]
-    if session:
-        argv += ["--set", f"dragoman_record_session={session}"]
-    return argv + extra, ns
-
-
-def _cmd_record(args: argparse.Namespace, extra: list[str]) -> int:
-    from datetime import datetime
-
-    from dragoman.mitm import store
-
-    session = args.session or datetime.now().strftime("%Y%m%d-%H%M%S")
-    argv, ns = build_record_argv(args.dir, session, extra)
-    root = Path(args.dir).expanduser().resolve()
-    folder = store.new_session_dir(root, session)
-    print(
-        f"Dragoman record: every LLM API exchange goes to {folder}/NNN-<client>-to-<upstream>-<model>.json", flush=True
-    )
-    print("Secrets (authorization, x-api-key, cookies, dragoman_redact names) are redacted before writing.", flush=True)
-    port = ns.port or 8080
-    if ns.upstream or _has_mode(extra):
-        print(f"Point clients at http://127.0.0.1:{port} (reverse mode); replay it later with:", flush=True)
-    else:
-        print(
-            f"Use 127.0.0.1:{port} as the clients' HTTPS proxy (`python -m dragoman env CLIENT` prints the lines); "
-            "replay it later with:",
-            flush=True,
-        )
-    print(f"  python -m dragoman replay {folder}", flush=True)
-    shown = [_redact(a) if a.startswith("dragoman_api_key=") else a for a in argv]
-    print("exec:", " ".join(shown), file=sys.stderr, flush=True)
-    os.execv(argv[0], argv)
-    return 0  # not reached
+    p.add_argument("--config", help="a routes file (sets dragoman_config; reverse mode to its first upstream)")
 
 
 DEMO_HELP = """\
@@ -303,63 +177,6 @@ def _cmd_fake(args: argparse.Namespace, extra: list[str]) -> int:
     return server.main(extra)
 
 
-def local_ip() -> str | None:
-    """This machine's address on its default route (no packet is sent), as mitmproxy guesses it."""
-    try:
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-            s.connect(("192.0.2.1", 9))
-            return str(s.getsockname()[0])
-    except OSError:
-        return None
-
-
-def _cmd_env_intercept(args: argparse.Namespace) -> int:
-    from dragoman import env
-
-    local = Path(sys.executable).parent / "mitmdump"
-    script, mitmdump = str(entry_script()), str(local) if local.is_file() else shutil.which("mitmdump") or "mitmdump"
-    if args.transparent:
-        for line in env.transparent_lines(mitmdump, script, args.port, args.user, args.firewall, args.gateway):
-            print(line)
-        return 0
-    conf = Path(args.confdir).expanduser() / env.WG_CONF
-    try:
-        client, server = env.wireguard_keys(conf.read_text())
-    except (OSError, ValueError) as e:
-        print(
-            f"dragoman env --wireguard: cannot read the keys in {conf} ({e}); start `mitmdump --mode wireguard` "
-            "once with this confdir to create them",
-            file=sys.stderr,
-        )
-        return 1
-    endpoint = args.endpoint or f"{local_ip() or 'THIS-MACHINE'}:{env.WG_PORT}"
-    for line in env.wireguard_lines(mitmdump, script, str(conf), client, server, endpoint):
-        print(line)
-    return 0
-
-
-def _cmd_env(args: argparse.Namespace, extra: list[str]) -> int:
-    from dragoman import env
-
-    if extra:
-        raise SystemExit(f"dragoman env: unexpected arguments {' '.join(extra)}")
-    if args.transparent or args.wireguard:
-        if args.client:
-            raise SystemExit("dragoman env: give a CLIENT or --transparent/--wireguard, not both")
-        return _cmd_env_intercept(args)
-    if not args.client:
-        raise SystemExit(f"dragoman env: give a CLIENT ({', '.join(env.CLIENTS)}) or --transparent or --wireguard")
-    ca = Path(env.ca_path(args.confdir)).expanduser().resolve()
-    for line in env.env_lines(args.client, str(ca), args.proxy, args.format, args.reverse):
-        print(line)
-    if not args.reverse and not ca.is_file():
-        print(
-            f"note: {ca} does not exist yet: start mitmdump once (with the same confdir) to create the CA",
-            file=sys.stderr,
-        )
-    return 0
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m dragoman", description="Dragoman: translate LLM API traffic with mitmproxy."
@@ -368,37 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     run = sub.add_parser("run", help="start mitmdump with the Dragoman addon (unknown arguments go to mitmdump)")
     _add_run_args(run)
     run.set_defaults(func=_cmd_run)
-    replay = sub.add_parser(
-        "replay",
-        help="replay a recording offline: mitmdump on 127.0.0.1:PORT, no network, no key",
-        description="Start mitmdump replaying recorded exchanges to clients of any protocol. Arguments after -- "
-        "go to mitmdump.",
-    )
-    replay.add_argument("path", help="a recording file, or a folder of them (searched recursively)")
-    replay.add_argument(
-        "--speed", type=_check_speed, default="1", help="1 = recorded timing (default), 2 = twice as fast, 0 = no delay"
-    )
-    replay.add_argument("--port", type=int, default=8080, help="listen on 127.0.0.1:PORT (default 8080)")
-    replay.add_argument(
-        "--unmatched",
-        choices=("error", "forward", "next"),
-        default="error",
-        help="a request no recording matches: error (404 in the client's protocol, default), forward (to "
-        "--upstream), next (the next recorded exchange, for demos)",
-    )
-    replay.add_argument("--upstream", help="reverse mode to this URL instead of a dead port (for --unmatched forward)")
-    replay.set_defaults(func=_cmd_replay)
-    record = sub.add_parser(
-        "record",
-        help="start mitmdump like `run`, recording every exchange under DIR/<session>/",
-        usage="python -m dragoman record DIR [--session NAME] -- [run arguments] [mitmdump arguments]",
-        description="Start mitmdump like `python -m dragoman run` and record every LLM API exchange (secrets "
-        "redacted). After --: the run arguments (--target, --upstream, --api-key, --model-map, --port) and any "
-        "mitmdump argument.",
-    )
-    record.add_argument("dir", help="folder to record into (created if missing)")
-    record.add_argument("--session", help="session folder name (default: the start time, YYYYMMDD-HHMMSS)")
-    record.set_defaults(func=_cmd_record)
+    cli_record.add_parsers(sub)
     demo = sub.add_parser("demo", help="offline demo: fake upstream + mitmdump (no key needed)")
     demo.add_argument("--port", type=int, default=8080, help="mitmdump port (default 8080)")
     demo.add_argument("--upstream-port", type=int, default=8765, help="fake upstream port (default 8765)")
@@ -407,30 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     demo.add_argument("--delay", type=float, default=0.05, help="seconds between streamed events")
     demo.set_defaults(func=_cmd_demo)
-    from dragoman.env import CLIENTS
-    from dragoman.env import DEFAULT_CONFDIR
-    from dragoman.env import DEFAULT_PROXY
-
-    envp = sub.add_parser(
-        "env",
-        help="print the environment lines that route a client through Dragoman, or the transparent/WireGuard recipe",
-    )
-    envp.add_argument("client", nargs="?", choices=CLIENTS)
-    mode = envp.add_mutually_exclusive_group()
-    mode.add_argument("--transparent", action="store_true", help="the transparent-mode recipe (firewall lines)")
-    mode.add_argument("--wireguard", action="store_true", help="the WireGuard client config from the confdir's keys")
-    envp.add_argument("--port", type=int, default=8080, help="--transparent: mitmdump's port (default 8080)")
-    envp.add_argument("--user", default="mitmproxyuser", help="--transparent: the user mitmdump runs as")
-    envp.add_argument("--firewall", choices=("iptables", "nftables"), default="iptables", help="--transparent")
-    envp.add_argument("--gateway", metavar="IFACE", help="--transparent: also redirect devices routed via IFACE")
-    envp.add_argument("--endpoint", metavar="HOST:PORT", help="--wireguard: where clients reach mitmdump")
-    envp.add_argument("--proxy", default=DEFAULT_PROXY, help=f"the proxy's URL (default {DEFAULT_PROXY})")
-    envp.add_argument(
-        "--confdir", default=DEFAULT_CONFDIR, help=f"mitmproxy's confdir holding the CA (default {DEFAULT_CONFDIR})"
-    )
-    envp.add_argument("--format", choices=("sh", "dotenv"), default="sh", help="sh (export lines) or dotenv")
-    envp.add_argument("--reverse", action="store_true", help="reverse mode: base-URL variables, no CA")
-    envp.set_defaults(func=_cmd_env)
+    cli_env.add_parser(sub)
     from dragoman.ledger import report as usage_report
 
     usage_report.add_parser(sub)
@@ -449,6 +213,15 @@ def main(argv: list[str] | None = None) -> int:
         extra = extra[1:]
     return args.func(args, extra)
 
+
+from dragoman import cli_env  # noqa: E402 - the subcommand modules import helpers from this one
+from dragoman import cli_record  # noqa: E402
+from dragoman.cli_record import build_record_argv  # noqa: E402
+from dragoman.cli_record import build_replay_argv  # noqa: E402
+from dragoman.cli_record import dead_port  # noqa: E402
+from dragoman.cli_record import describe_replay  # noqa: E402
+
+__all__ = ["build_mitmdump_argv", "build_record_argv", "build_replay_argv", "dead_port", "describe_replay", "entry_script", "main"]
 
 if __name__ == "__main__":
     raise SystemExit(main())
