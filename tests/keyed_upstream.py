@@ -1,24 +1,26 @@
-"""A fake LLM upstream for routing tests: answers by the key it is called with (stdlib only).
+"""A fake LLM upstream for routing tests that answers by the key it is called with: a scenario on ``dragoman.demo``.
 
 Successful answers are real recorded provider traffic from tests/corpus (a streamed answer is sent one SSE
 event per HTTP chunk); a key (or every key, ``always``) can be made to fail with a status, a ``retry-after``
 and an error body, to close the connection without answering, or to drop a stream after its first event.
 Every request is recorded with the key it carried (``requests``), so tests can check who was asked what.
+The server is ``dragoman.demo.FakeUpstream``; this module is only the rule book (its ``answer`` hook).
 """
 
 from __future__ import annotations
 
 import json
-import re
-import threading
-import time
 from dataclasses import dataclass
 from dataclasses import field
-from http.server import BaseHTTPRequestHandler
-from http.server import ThreadingHTTPServer
+from functools import cache
 from typing import Any
 
 import corpus_loader
+
+from dragoman.demo import FakeUpstream
+from dragoman.demo import Reply
+from dragoman.demo import Request
+from dragoman.demo import split_sse
 
 #: (protocol, stream) -> corpus sample name: plain answers of each protocol
 SAMPLES = {
@@ -29,9 +31,9 @@ SAMPLES = {
     ("openai-responses", True): "responses/pydantic-ai__stream-text-then-function-call.yaml#0",
     ("openai-responses", False): "responses/pydantic-ai__json-plain-text.yaml#0",
 }
-_EVENT_END = re.compile(rb"\r?\n\r?\n")
 
 
+@cache
 def sample_body(protocol: str, stream: bool) -> bytes:
     name = SAMPLES[(protocol, stream)]
     for s in corpus_loader.load_all():
@@ -40,19 +42,13 @@ def sample_body(protocol: str, stream: bool) -> bytes:
     raise KeyError(name)
 
 
-def sse_events(body: bytes) -> list[bytes]:
-    out, pos = [], 0
-    for m in _EVENT_END.finditer(body):
-        out.append(body[pos : m.end()])
-        pos = m.end()
-    if body[pos:].strip():
-        out.append(body[pos:])
-    return out
-
-
-class _Server(ThreadingHTTPServer):
-    request_queue_size = 512  # hundreds of concurrent attempts: the default backlog (5) stalls connects
-    daemon_threads = True
+def key_of(headers: dict[str, str]) -> str | None:
+    """The API key a request carried: ``x-api-key`` (Anthropic) or ``authorization: Bearer`` (OpenAI)."""
+    key = headers.get("x-api-key")
+    auth = headers.get("authorization", "")
+    if key is None and auth.lower().startswith("bearer "):
+        key = auth[7:]
+    return key
 
 
 @dataclass
@@ -60,8 +56,20 @@ class Rule:
     status: int = 200
     retry_after: str | None = None
     body: bytes = b""
-    #: "close": close the connection without answering; "drop": send one stream event then reset
+    #: "close": close the connection without answering; "drop": send one stream event then hang up
     action: str = ""
+
+    def reply(self, protocol: str, stream: bool) -> Reply:
+        if self.action == "close":
+            return Reply(hangup=True)
+        if self.status != 200:
+            kind = "rate_limit_error" if self.status == 429 else "api_error"
+            body = self.body or json.dumps({"error": {"type": kind, "message": f"fake {self.status}"}}).encode()
+            return Reply(self.status, {"retry-after": self.retry_after} if self.retry_after else {}, body=body)
+        data = sample_body(protocol, stream)
+        if not stream:
+            return Reply(body=data)
+        return Reply(events=split_sse(data), drop_after=1 if self.action == "drop" else None)
 
 
 @dataclass
@@ -70,7 +78,6 @@ class Seen:
     key: str | None
     headers: dict[str, str]
     body: dict[str, Any]
-    at: float
 
 
 @dataclass
@@ -78,93 +85,27 @@ class KeyedUpstream:
     protocol: str
     rules: dict[str, Rule] = field(default_factory=dict)
     always: Rule | None = None
-    requests: list[Seen] = field(default_factory=list)
     event_delay: float = 0.0
 
     def __post_init__(self) -> None:
-        self._lock = threading.Lock()
-        owner = self
+        self.server = FakeUpstream(delay=self.event_delay, answer=self._answer).start()
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:  # noqa: N802
-                owner._handle(self)
-
-        self.server = _Server(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.port = self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
+    def _answer(self, request: Request) -> Reply:
+        rule = self.always or self.rules.get(key_of(request.headers) or "", Rule())
+        return rule.reply(self.protocol, request.stream)
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return self.server.url
 
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+    @property
+    def requests(self) -> list[Seen]:
+        with self.server.lock:
+            recorded = list(self.server.requests)
+        return [Seen(r.path, key_of(r.headers), r.headers, r.body) for r in recorded]
 
     def keys_seen(self) -> list[str | None]:
-        with self._lock:
-            return [r.key for r in self.requests]
+        return [r.key for r in self.requests]
 
-    def _handle(self, h: BaseHTTPRequestHandler) -> None:
-        raw = h.rfile.read(int(h.headers.get("content-length") or 0))
-        headers = {k.lower(): v for k, v in h.headers.items()}
-        key = headers.get("x-api-key")
-        if key is None and headers.get("authorization", "").lower().startswith("bearer "):
-            key = headers["authorization"][7:]
-        body = json.loads(raw or b"{}")
-        with self._lock:
-            self.requests.append(Seen(h.path, key, headers, body, time.monotonic()))
-        rule = self.always or self.rules.get(key or "", Rule())
-        if rule.action == "close":
-            h.close_connection = True
-            h.connection.shutdown(2)
-            return
-        if rule.status != 200:
-            self._error(h, rule)
-            return
-        stream = bool(body.get("stream"))
-        data = sample_body(self.protocol, stream)
-        if not stream:
-            self._send(h, 200, "application/json", data)
-            return
-        h.send_response(200)
-        h.send_header("content-type", "text/event-stream")
-        h.send_header("transfer-encoding", "chunked")
-        h.end_headers()
-        for i, ev in enumerate(sse_events(data)):
-            if rule.action == "drop" and i == 1:
-                h.wfile.flush()
-                h.close_connection = True
-                h.connection.shutdown(2)
-                return
-            h.wfile.write(b"%x\r\n%s\r\n" % (len(ev), ev))
-            h.wfile.flush()
-            if self.event_delay:
-                time.sleep(self.event_delay)
-        h.wfile.write(b"0\r\n\r\n")
-        h.wfile.flush()
-
-    def _error(self, h: BaseHTTPRequestHandler, rule: Rule) -> None:
-        body = rule.body or json.dumps(
-            {"error": {"type": "rate_limit_error" if rule.status == 429 else "api_error", "message": f"fake {rule.status}"}}
-        ).encode()
-        extra = {"retry-after": rule.retry_after} if rule.retry_after else {}
-        self._send(h, rule.status, "application/json", body, extra)
-
-    @staticmethod
-    def _send(h: BaseHTTPRequestHandler, status: int, ctype: str, body: bytes, extra: dict[str, str] | None = None) -> None:
-        h.send_response(status)
-        h.send_header("content-type", ctype)
-        h.send_header("content-length", str(len(body)))
-        for k, v in (extra or {}).items():
-            h.send_header(k, v)
-        h.end_headers()
-        h.wfile.write(body)
-        h.wfile.flush()
+    def stop(self) -> None:
+        self.server.stop()

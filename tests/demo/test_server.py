@@ -173,3 +173,69 @@ def test_no_log_when_record_is_off_and_stop_ends_idle_connections():
     up.stop()
     assert up.requests == [] and not up._thread.is_alive()
     conn.close()
+
+
+def test_split_sse_keeps_each_event_with_its_blank_line():
+    body = b"event: a\ndata: 1\n\ndata: 2\r\n\r\ndata: [DONE]"
+    assert fu.split_sse(body) == [b"event: a\ndata: 1\n\n", b"data: 2\r\n\r\n", b"data: [DONE]"]
+    assert b"".join(fu.split_sse(body)) == body and fu.split_sse(b"\n\n") == [b"\n\n"]
+
+
+def test_answer_hook_sees_every_request_and_picks_raw_replies():
+    """``answer`` replaces the scenario choice: it sees headers and body, even a model named like a scenario."""
+    events = [b"event: a\ndata: 1\n\n", b"event: b\ndata: 2\n\n", b"event: c\ndata: 3\n\n"]
+    seen = []
+
+    def answer(request):
+        seen.append((request.protocol, request.model, request.headers.get("x-api-key")))
+        key = request.headers.get("x-api-key")
+        if key == "limited":
+            return fu.Reply(429, {"retry-after": "9"}, body=b'{"error":{"type":"rate_limit_error"}}')
+        if key == "gone":
+            return fu.Reply(hangup=True)
+        if request.stream:
+            return fu.Reply(events=events, drop_after=1 if key == "drop" else None)
+        return fu.Reply(headers={"content-type": "text/x-raw"}, body=b"raw \x00 bytes")
+
+    with fu.FakeUpstream(answer=answer) as up:
+        resp, data = post(up, PATHS["anthropic"], {"model": "text"}, {"x-api-key": "k"})
+        assert (resp.status, resp.getheader("content-type"), data) == (200, "text/x-raw", b"raw \x00 bytes")
+        resp, data = post(up, PATHS["openai-chat"], {"model": "m"}, {"x-api-key": "limited"})
+        assert (resp.status, resp.getheader("retry-after")) == (429, "9")
+        assert json.loads(data) == {"error": {"type": "rate_limit_error"}}
+        resp, data = post(up, PATHS["openai-responses"], {"model": "m", "stream": True}, {"x-api-key": "k"})
+        assert data == b"".join(events) and not getattr(resp, "incomplete", False)
+        resp, data = post(up, PATHS["openai-responses"], {"model": "m", "stream": True}, {"x-api-key": "drop"})
+        assert data == events[0] and resp.incomplete
+        with pytest.raises((http.client.RemoteDisconnected, ConnectionError)):
+            post(up, PATHS["anthropic"], {"model": "m"}, {"x-api-key": "gone"})
+        assert seen == [
+            ("anthropic", "text", "k"),
+            ("openai-chat", "m", "limited"),
+            ("openai-responses", "m", "k"),
+            ("openai-responses", "m", "drop"),
+            ("anthropic", "m", "gone"),
+        ]
+        assert len(up.requests) == 5  # the hung-up request is recorded too
+
+
+def test_hundreds_of_clients_connecting_at_once():
+    """Every connection is accepted and answered while 300 clients hold theirs open (the listen backlog)."""
+    body = json.dumps({"model": "m"}).encode()
+    req = b"POST /v1/messages HTTP/1.1\r\nhost: x\r\nconnection: close\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body)
+    with fu.FakeUpstream() as up:
+        socks = [socket.create_connection(("127.0.0.1", up.port), timeout=30) for _ in range(300)]
+        try:
+            for s in socks:
+                s.sendall(req)
+            answers = []
+            for s in socks:
+                out = b""
+                while part := s.recv(65536):
+                    out += part
+                answers.append(out)
+        finally:
+            for s in socks:
+                s.close()
+    assert len(answers) == 300 and all(a.startswith(b"HTTP/1.1 200 OK\r\n") for a in answers)
+    assert len(up.requests) == 300

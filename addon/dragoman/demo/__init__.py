@@ -10,7 +10,7 @@ all use it. It does I/O: the sans-I/O core never imports it.
   answer.py        ``Answer``: what the fake model says, whatever the protocol
   anthropic.py, chat.py, responses.py   one answer written as each protocol's JSON body or SSE events
   render.py        the dispatch to those three
-  wire.py          ``Request`` / ``Reply`` / SSE framing
+  wire.py          ``Request`` / ``Reply`` / SSE framing (``split_sse``: a recorded stream cut into events)
 """
 
 from dragoman.demo.scenarios import CUSTOM_CALL
@@ -35,6 +35,7 @@ from dragoman.demo.wire import MIDSTREAM_ERROR_MESSAGE
 from dragoman.demo.wire import Reply
 from dragoman.demo.wire import Request
 from dragoman.demo.wire import detect_protocol
+from dragoman.demo.wire import split_sse
 
 __all__ = [
     "CUSTOM_CALL",
@@ -59,4 +60,5 @@ __all__ = [
     "chat_reply",
     "detect_protocol",
     "responses_reply",
+    "split_sse",
 ]

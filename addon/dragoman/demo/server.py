@@ -7,7 +7,8 @@ Endpoints (the protocol is chosen by the path; the query string is ignored):
   GET / HEAD any path         health check (200 "ok", text/plain)
 
 The scenario is chosen per request by the header ``x-fake-scenario``, else by the model name when it is a
-scenario name, else by the server default. A reply with a JSON body is sent with ``content-length``; a
+scenario name, else by the server default; ``FakeUpstream(answer=...)`` replaces that choice by one callable
+that sees every request (its headers and body) and picks the reply itself. A reply with a JSON body is sent with ``content-length``; a
 streamed reply as ``text/event-stream`` with chunked transfer encoding, ONE SSE event per HTTP chunk,
 written as soon as it is produced (``delay`` seconds apart; ``stall`` and ``drop`` faults act where the
 scenario marked them). Every POST is recorded (``FakeUpstream.requests``) and, when ``log_path`` is set,
@@ -77,7 +78,9 @@ class FakeUpstream:
 
     ``scenario`` is the default scenario's name; ``scenarios`` adds to (or overrides) the registry;
     ``stall`` is the pause of the ``stall`` fault, ``delay`` the pause between streamed events;
-    ``record=False`` keeps no request log (the benchmark).
+    ``record=False`` keeps no request log (the benchmark); ``answer``, when given, answers every POST to a
+    model endpoint (no scenario choice by header or model); ``backlog`` is the listen queue (hundreds of
+    clients connecting at once need more than a small one).
     """
 
     def __init__(
@@ -91,6 +94,8 @@ class FakeUpstream:
         scenarios: Mapping[str, Scenario] | None = None,
         log_path: Path | None = None,
         record: bool = True,
+        answer: Scenario | None = None,
+        backlog: int = 512,
     ) -> None:
         self.scenarios: dict[str, Scenario] = {**SCENARIOS, **(scenarios or {})}
         if scenario not in self.scenarios:
@@ -100,9 +105,10 @@ class FakeUpstream:
         self.delay = delay
         self.log_path = log_path
         self.record = record
+        self.answer = answer
         self.requests: list[RecordedRequest] = []
         self.lock = threading.Lock()
-        self._sock = socket.create_server((host, port), backlog=256)
+        self._sock = socket.create_server((host, port), backlog=backlog)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._done: asyncio.Event | None = None
         self._thread: threading.Thread | None = None
@@ -209,10 +215,13 @@ class FakeUpstream:
             writer.write(_json(404 if protocol is None else 400, _invalid(msg)))
             return True
         request = Request.of(protocol, body, incoming.headers)
-        name = incoming.headers.get("x-fake-scenario") or (
-            request.model if request.model in self.scenarios else self.scenario
-        )
-        scenario = self.scenarios.get(name)
+        name = "answer"
+        scenario = self.answer
+        if scenario is None:
+            name = incoming.headers.get("x-fake-scenario") or (
+                request.model if request.model in self.scenarios else self.scenario
+            )
+            scenario = self.scenarios.get(name)
         if scenario is None:
             writer.write(_json(400, _invalid(f"fake upstream: unknown scenario {name!r}")))
             return True
@@ -222,8 +231,13 @@ class FakeUpstream:
             logger.exception("fake upstream: scenario %s failed", name)
             writer.write(_json(500, _invalid(f"fake upstream: scenario failed: {e!r}")))
             return True
+        if reply.hangup:
+            return False
         if reply.json_body is not None:
             writer.write(_json(reply.status, reply.json_body, reply.headers))
+            return True
+        if reply.body is not None:
+            writer.write(_bytes(reply.status, reply.body, reply.headers))
             return True
         stall = float(incoming.headers.get("x-fake-stall") or self.stall)
         return await self._stream(reply, writer, stall)
@@ -306,6 +320,10 @@ def _json(status: int, obj: Any, headers: Mapping[str, str] | None = None) -> by
     data = json.dumps(obj).encode()
     extra = {"content-type": "application/json", "content-length": str(len(data))}
     return _head(status, {**(headers or {}), **extra}) + data
+
+
+def _bytes(status: int, data: bytes, headers: Mapping[str, str]) -> bytes:
+    return _head(status, {"content-type": "application/json", **headers, "content-length": str(len(data))}) + data
 
 
 def _plain(status: int, data: bytes, close: bool = False) -> bytes:

@@ -6,6 +6,7 @@ Pure data and bytes: the server (``dragoman.demo.server``) does the I/O.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from dataclasses import field
@@ -48,7 +49,7 @@ class Request:
 
 @dataclass
 class Reply:
-    """What a scenario answers: a status, headers and either a JSON body or a list of SSE events."""
+    """What a scenario answers: a status, headers and a JSON body, raw body bytes or a list of SSE events."""
 
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
@@ -60,6 +61,10 @@ class Reply:
     drop_after: int | None = None
     #: the whole chunked body, already framed (``frame``): written at once, ``events`` unused (the benchmark)
     framed: bytes | None = None
+    #: a body sent as is with ``content-length`` (``content-type`` from ``headers``, else JSON), e.g. a recording
+    body: bytes | None = None
+    #: close the connection without answering (no status line at all)
+    hangup: bool = False
 
 
 #: a scenario answers one request; the registry (``dragoman.demo.scenarios.SCENARIOS``) names them
@@ -84,6 +89,20 @@ LAST_CHUNK = b"0\r\n\r\n"
 def frame(events: list[bytes]) -> bytes:
     """The chunked body: one HTTP chunk per event, then the terminating chunk."""
     return b"".join(map(chunk, events)) + LAST_CHUNK
+
+
+_EVENT_END = re.compile(rb"\r?\n\r?\n")
+
+
+def split_sse(body: bytes) -> list[bytes]:
+    """A recorded SSE body cut into its events, each with its blank line (``Reply.events``: one chunk each)."""
+    out, pos = [], 0
+    for m in _EVENT_END.finditer(body):
+        out.append(body[pos : m.end()])
+        pos = m.end()
+    if body[pos:].strip():
+        out.append(body[pos:])
+    return out
 
 
 def detect_protocol(path: str) -> str | None:
