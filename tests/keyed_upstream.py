@@ -16,7 +16,6 @@ from functools import cache
 from typing import Any
 
 import corpus_loader
-
 from dragoman.demo import FakeUpstream
 from dragoman.demo import Reply
 from dragoman.demo import Request
