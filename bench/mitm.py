@@ -23,6 +23,19 @@ def dragoman_sets(upstream: str, up_port: int) -> dict[str, str]:
     return {"dragoman_target": upstream, "dragoman_upstream": base, "dragoman_api_key": "sk-bench"}
 
 
+def routes_file(workdir: Path, label: str, up_port: int, to: str) -> Path:
+    """A routes file sending every model to the fake upstream as a Chat upstream (``to``: "[a]" or "[a, b]")."""
+    path = workdir / (label.replace(" ", "-").replace("(", "").replace(")", "") + ".yaml")
+    base = f"http://127.0.0.1:{up_port}/v1"
+    path.write_text(
+        "upstreams:\n"
+        f"  - {{name: a, protocol: openai-chat, base_url: '{base}', keys: [sk-bench-a]}}\n"
+        f"  - {{name: b, protocol: openai-chat, base_url: '{base}', keys: [sk-bench-b]}}\n"
+        f"routes:\n  - {{match: '*', to: {to}}}\n"
+    )
+    return path
+
+
 @dataclass
 class Route:
     key: str  # "direct chat", "pass-through chat", "dragoman anthropic<-chat"

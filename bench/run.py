@@ -548,6 +548,29 @@ def main(argv: list[str] | None = None) -> int:
                             started.append(dm[u])
                         except Exception as e:  # noqa: BLE001
                             log(f"  mitmdump with Dragoman target {u} failed to start: {e}")
+                if dragoman_ok:
+                    # issue 10: the same direction through a routes file, one entry (mitmproxy forwards) and two
+                    # entries (the failover relay carries it; the first entry answers, so no retry happens)
+                    for label, to in (("routed 1 entry", "[a]"), ("routed 2 entries (relay)", "[a, b]")):
+                        cfg_path = mitm.routes_file(workdir, label, up.port, to)
+                        try:
+                            proc = procs.start_mitmdump(
+                                label.replace(" ", "-").replace("(", "").replace(")", ""),
+                                a.mitmdump,
+                                up.port,
+                                mitm.DRAGOMAN_SCRIPT,
+                                {"dragoman_config": str(cfg_path)},
+                                mitm_core,
+                                workdir,
+                            )
+                        except Exception as e:  # noqa: BLE001
+                            log(f"  mitmdump with routes ({label}) failed to start: {e}")
+                            continue
+                        started.append(proc)
+                        c, u = streams.ANTHROPIC, streams.CHAT
+                        routes.append(
+                            mitm.Route(f"{label} {mitm.direction_key(c, u)}", "dragoman", c, u, proc.port, proc)
+                        )
                 for u in streams.PROTOCOLS:
                     routes.append(mitm.Route(f"direct {short(u)}", "direct", u, u, up.port, None))
                 for u in streams.PROTOCOLS:
