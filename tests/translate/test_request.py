@@ -10,12 +10,14 @@ import pytest
 
 from conftest import run_stream
 from corpus_loader import samples
+from dragoman.errors import ClientRequestError
 from dragoman.errors import UnsupportedFeatureError
 from dragoman.protocols import Protocol
 from dragoman.protocols import get_codec
 from dragoman.protocols.base import Context
 from dragoman.sse import SSEDecoder
 from dragoman.translate.plan import Plan
+from dragoman.translate.plan import parse_model_map
 from dragoman.translate.request import decode_client_request
 from dragoman.translate.request import encode_upstream_request
 from dragoman.translate.request import translate_request
@@ -113,3 +115,91 @@ def test_chat_client_n3_to_a_one_answer_upstream_is_unsupported(upstream):
     one = json.dumps({"model": "m", "n": 1, "messages": [{"role": "user", "content": "hi"}]}).encode()
     body = json.loads(translate_request(one, Plan(Protocol.OPENAI_CHAT, upstream), Context()).body)
     assert "n" not in body and body["model"] == "m"
+
+
+ANTHROPIC_BODY = {
+    "model": "claude-sonnet-4-5",
+    "max_tokens": 50,
+    "system": "be brief",
+    "messages": [{"role": "user", "content": "hi"}],
+    "stream": True,
+    "top_k": 3,
+}
+
+
+def test_identity_without_mapping_forwards_the_client_bytes_untouched():
+    # odd spacing and key order survive: nothing is re-serialised when nothing changes
+    body = b'{ "messages": [{"role": "user", "content": "hi"}],   "model": "gpt-4o", "stream": false }'
+    ctx = Context()
+    out = translate_request(body, Plan(C, C), ctx)
+    assert out.body is body
+    assert (out.client_model, out.upstream_model, out.stream) == ("gpt-4o", "gpt-4o", False)
+    assert ctx.request is out.request
+
+
+def test_identity_with_mapping_rewrites_only_the_model():
+    body = orjson.dumps({"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}], "x_vendor": {"k": 1}})
+    out = translate_request(body, Plan(C, C), Context(), parse_model_map(["gpt-*=qwen3-coder"]))
+    sent = orjson.loads(out.body)
+    assert sent == {"model": "qwen3-coder", "messages": [{"role": "user", "content": "hi"}], "x_vendor": {"k": 1}}
+    assert (out.client_model, out.upstream_model) == ("gpt-4o", "qwen3-coder")
+    assert out.request.model == "qwen3-coder"
+
+
+def test_identity_with_a_mapping_that_does_not_match_keeps_the_bytes():
+    body = orjson.dumps({"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]})
+    out = translate_request(body, Plan(C, C), Context(), parse_model_map(["claude-*=x"]))
+    assert out.body is body
+
+
+def test_anthropic_client_to_chat_upstream():
+    ctx = Context()
+    out = translate_request(orjson.dumps(ANTHROPIC_BODY), Plan(A, C), ctx, parse_model_map(["claude-*=gpt-4o"]))
+    sent = orjson.loads(out.body)
+    assert sent["model"] == "gpt-4o"
+    assert sent["messages"] == [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}]
+    assert sent["max_tokens"] == 50
+    assert sent["stream"] is True
+    # a streamed Chat request asks for the usage chunk the Anthropic client's message_delta needs
+    assert sent["stream_options"] == {"include_usage": True}
+    assert "top_k" not in sent
+    assert (out.client_model, out.upstream_model, out.stream) == ("claude-sonnet-4-5", "gpt-4o", True)
+    # what Chat cannot carry is listed by name, never silently lost
+    assert "top_k" in ctx.dropped.fields
+    assert ctx.request is out.request
+
+
+def test_anthropic_client_to_responses_upstream():
+    out = translate_request(orjson.dumps(ANTHROPIC_BODY), Plan(A, R), Context())
+    sent = orjson.loads(out.body)
+    assert sent["instructions"] == "be brief"
+    assert sent["input"] == [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}]
+    assert sent["max_output_tokens"] == 50
+    assert sent["model"] == "claude-sonnet-4-5"  # no mapping: the client's model goes through
+    assert sent["store"] is False
+
+
+def test_chat_client_to_anthropic_upstream():
+    body = {
+        "model": "gpt-4o",
+        "messages": [{"role": "system", "content": "sys"}, {"role": "user", "content": "hello"}],
+        "max_completion_tokens": 77,
+    }
+    out = translate_request(orjson.dumps(body), Plan(C, A), Context())
+    sent = orjson.loads(out.body)
+    assert sent["system"] == [{"type": "text", "text": "sys"}]
+    assert sent["messages"] == [{"role": "user", "content": [{"type": "text", "text": "hello"}]}]
+    assert sent["max_tokens"] == 77
+    assert out.stream is False
+
+
+@pytest.mark.parametrize(
+    "body, needle",
+    [(b"{not json", "not valid JSON"), (b"[1, 2]", "must be a JSON object"), (b"", "not valid JSON")],
+)
+@pytest.mark.parametrize("plan", [Plan(A, C), Plan(C, C)])
+def test_a_body_that_is_not_a_json_object_is_a_client_error(body, needle, plan):
+    with pytest.raises(ClientRequestError) as e:
+        translate_request(body, plan, Context())
+    assert needle in str(e.value)
+    assert e.value.to_error_info().http_status == 400

@@ -152,3 +152,96 @@ def test_claude_code_capture_is_in_a_plausible_range():
     n = t.estimate_input_tokens(body)
     # a 76 KB request (24 tools, ~6k-char prompt): ~18k characters of JSON per 4.5k tokens
     assert 10_000 < n < 30_000
+
+
+def webp_vp8(width: int, height: int) -> bytes:
+    """Lossy WebP: frame tag, start code, then 14-bit width and height (2 scale bits, here set)."""
+    frame = b"\x00\x00\x00" + b"\x9d\x01\x2a" + struct.pack("<HH", width | 0xC000, height | 0x4000)
+    return b"RIFF" + struct.pack("<I", 4 + 8 + len(frame)) + b"WEBP" + b"VP8 " + struct.pack("<I", len(frame)) + frame
+
+
+def webp_vp8l(width: int, height: int) -> bytes:
+    """Lossless WebP: signature 0x2f, then width-1 and height-1 in 14 bits each."""
+    bits = (width - 1) | ((height - 1) << 14)
+    frame = b"\x2f" + bits.to_bytes(4, "little") + b"\x00" * 16  # header, then (here dummy) image data
+    return b"RIFF" + struct.pack("<I", 4 + 8 + len(frame)) + b"WEBP" + b"VP8L" + struct.pack("<I", len(frame)) + frame
+
+
+@pytest.mark.parametrize("make", [webp_vp8, webp_vp8l])
+@pytest.mark.parametrize("size", [(640, 480), (1, 1), (16383, 9000)])
+def test_webp_lossy_and_lossless_sizes(make, size):
+    assert t.image_size(make(*size)) == size
+
+
+def test_webp_of_an_unknown_kind_has_no_size():
+    assert t.image_size(b"RIFF" + b"\x00" * 4 + b"WEBP" + b"ALPH" + b"\x00" * 20) is None
+
+
+def test_jpeg_size_behind_exif_fill_bytes_and_tables():
+    exif = b"\xff\xe1" + struct.pack(">H", 2 + 30) + b"Exif\x00\x00" + b"\xff" * 24  # 0xff inside the payload
+    dht = b"\xff\xc4" + struct.pack(">H", 2 + 4) + b"\x00" * 4  # C4 (Huffman table) is not a frame header
+    sof2 = b"\xff\xc2" + struct.pack(">HBHHB", 11, 8, 300, 1200, 1) + b"\x01\x11\x00"  # progressive
+    data = b"\xff\xd8" + b"\x00junk" + b"\xff\xff" + exif + b"\xff\xd0" + dht + sof2 + b"\xff\xd9"
+    assert t.image_size(data) == (1200, 300)
+
+
+def test_jpeg_without_a_frame_header_has_no_size():
+    assert (
+        t.image_size(b"\xff\xd8" + b"\xff\xe0" + struct.pack(">H", 16) + b"\x00" * 14 + b"\xff\xd9" + b"\x00" * 8)
+        is None
+    )
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        {"type": "url", "url": "https://example.com/cat.png"},
+        {"type": "base64", "media_type": "image/png", "data": 5},
+        {"type": "base64", "media_type": "image/png", "data": base64.b64encode(b"not an image").decode()},
+        "not a mapping",
+    ],
+)
+def test_images_whose_size_cannot_be_read_count_as_the_maximum(source):
+    assert t.image_tokens(source) == t.IMAGE_MAX_TOKENS
+
+
+def test_text_and_content_documents_count_as_their_text():
+    text = {
+        "type": "document",
+        "source": {"type": "text", "media_type": "text/plain", "data": "a" * 40},
+        "title": "abcd",
+    }
+    assert t.document_tokens(text) == 10 + 1
+    content = {"type": "document", "source": {"type": "content", "content": [{"type": "text", "text": "b" * 8}]}}
+    assert t.document_tokens(content) == t.BLOCK_OVERHEAD + 2
+    assert (
+        t.document_tokens({"type": "document", "source": {"type": "url", "url": "https://x/y.pdf"}})
+        == t.PDF_PAGE_TOKENS
+    )
+    assert t.document_tokens({"type": "document"}) == t.PDF_PAGE_TOKENS
+
+
+def test_tool_blocks_count_name_and_input_json():
+    use = {"type": "tool_use", "id": "toolu_1", "name": "read", "input": {"path": "/tmp/a"}}
+    assert t.block_tokens(use) == t.BLOCK_OVERHEAD + 1 + t.text_tokens('{"path":"/tmp/a"}')
+    result = {"type": "tool_result", "tool_use_id": "toolu_1", "content": "x" * 12}
+    assert t.block_tokens(result) == t.BLOCK_OVERHEAD + 3
+
+
+def test_redacted_thinking_counts_its_data_only_when_kept():
+    block = {"type": "redacted_thinking", "data": "d" * 400}
+    assert t.block_tokens(block) == t.BLOCK_OVERHEAD + 100
+    assert t.block_tokens(block, keep_thinking=False) == 0
+
+
+def test_server_tools_count_their_definition_without_cache_control():
+    tool = {"type": "web_search_20250305", "name": "web_search", "max_uses": 5}
+    marked = {**tool, "cache_control": {"type": "ephemeral"}}
+    assert t.tool_tokens(tool) == t.TOOL_OVERHEAD + t.json_tokens(tool)
+    assert t.tool_tokens(marked) == t.tool_tokens(tool)
+
+
+def test_json_tokens_of_values_json_cannot_encode_counts_their_text():
+    assert t.json_tokens(None) == 0
+    assert t.json_tokens("abcdefgh") == 2
+    assert t.json_tokens({1j: 2}) == t.text_tokens(str({1j: 2}))
