@@ -3,7 +3,7 @@
 Grammar (docs "Streaming API responses" + openai-python's ResponseStreamState)::
 
     response.created response.in_progress
-    ( output_item.added  <item events>  output_item.done )*      items may interleave by item_id
+    ( output_item.added  <item events>  output_item.done )*      one item at a time, never overlapping
     response.completed | response.incomplete | response.failed
   | ... error response.failed
 
@@ -12,7 +12,8 @@ Every event: ``event:`` == data.type, ``sequence_number`` 0, 1, 2, ... No ``[DON
 Tolerated in real recordings only (``strict=False``), each seen in tests/corpus:
 * OpenRouter's /v1/responses: data-only frames without ``event:`` lines, a trailing ``data: [DONE]``,
   SSE comment keep-alives, and ``response.reasoning_text.done`` sent after the item's
-  ``output_item.done``, and item ids in the terminal response that differ from the streamed ones;
+  ``output_item.done``, and item ids in the terminal response that differ from the streamed ones, and
+  a message item added before the reasoning item before it is done (overlapping items);
 * a stream that ends without a final blank line (chunks files).
 Concatenated multi-turn recordings are split with ``split_streams`` before validation.
 """
@@ -294,6 +295,9 @@ def validate_stream(data: bytes, *, strict: bool = True) -> Summary:
             need(isinstance(item, dict) and isinstance(item.get("type"), str), f"{where}: item must be an object with a type")
             need(isinstance(item.get("id"), str) and item["id"], f"{where}: item.id must be a non-empty string")
             need(item["id"] not in items, f"{where}: duplicate item id {item['id']}")
+            if strict:  # the API streams items one after another (LangChain keys on output_index changes)
+                open_items = [o.id for o in order if o.done is None]
+                need(not open_items, f"{where}: item {item['id']} added while item {open_items[0] if open_items else ''} is still open (overlapping output items)")
             if strict:
                 need(oi == len(order), f"{where}: output_index {oi!r}, expected {len(order)}")
             else:

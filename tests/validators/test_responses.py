@@ -182,6 +182,26 @@ def test_broken_streams_rejected(name):
         R.validate_stream(render(mutate(good())))
 
 
+def overlapping() -> list[dict]:
+    """The good stream with the function_call item added while the message item is still open (as a Chat
+    upstream's parallel tool calls came out before issue 14)."""
+    ev = good()
+    msg, fc = ev[8:15], ev[15:20]
+    return ev[:8] + msg[:3] + fc[:2] + msg[3:] + fc[2:] + ev[20:]
+
+
+def test_overlapping_items_rejected():
+    ev = overlapping()
+    assert [e["type"] for e in ev].count("response.output_item.added") == 3 and len(ev) == len(good())
+    with pytest.raises(AssertionError, match=r"item fc_1 added while item msg_1 is still open \(overlapping output items\)"):
+        R.validate_stream(render(ev))
+    # every other rule holds for it: only the overlap is wrong (real recordings are checked with strict=False)
+    s = R.validate_stream(render(ev), strict=False)
+    assert s.text == "Hi there" and [t.name for t in s.tool_calls] == ["f"]
+    # the same items one after another pass
+    assert R.validate_stream(render(good())).text == "Hi there"
+
+
 def test_framing():
     ev = good()
     raw = render(ev)

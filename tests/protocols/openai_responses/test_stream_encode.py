@@ -33,6 +33,7 @@ from dragoman.ir.request import ToolResultPart
 from dragoman.protocols.base import Context
 from dragoman.protocols.openai_responses import CODEC
 from dragoman.translate.stream import StreamTranslator
+from validators import responses as vr
 
 from .helpers import DATA
 from .helpers import check_sequence
@@ -308,3 +309,215 @@ def test_responses_to_responses_stable_over_chunkings(name, body):
     assert got_enc == want_enc
     assert final.usage.input_tokens == src["usage"]["input_tokens"]
     assert final.usage.output_tokens == src["usage"]["output_tokens"]
+
+
+# ------------------------------------------------------------------ output items never overlap (issue 14)
+
+
+def wire_items(out: list[dict]) -> list[tuple[int, str]]:
+    """(output_index, event type) of every item event, checking that each item's events are contiguous:
+    added, its own events, done, and only then the next item (the real API's order)."""
+    seen: list[tuple[int, str]] = []
+    current: int | None = None
+    for e in out:
+        oi = e.get("output_index")
+        if oi is None:
+            continue
+        if e["type"] == "response.output_item.added":
+            assert current is None, f"item {oi} added while item {current} is open"
+            assert oi == len({i for i, _ in seen}), "output_index out of order"
+            current = oi
+        assert oi == current, f"{e['type']} for item {oi} while item {current} is the open one"
+        if e["type"] == "response.output_item.done":
+            current = None
+        seen.append((oi, e["type"]))
+    assert current is None
+    return seen
+
+
+def encode_each(events: list, ctx: Context) -> list[bytes]:
+    """The bytes the encoder returns for each IR event (what reaches the client, event by event)."""
+    enc = CODEC.stream_encoder(ctx)
+    return [enc.encode(e) for e in events]
+
+
+PARALLEL = [
+    MessageStart(id="chatcmpl-1", model="gpt"),
+    BlockStart(0, BlockKind.TOOL_CALL, tool_call_id="call_w", name="get_weather"),
+    ToolArgsDelta(0, '{"city":'),
+    BlockStart(1, BlockKind.TOOL_CALL, tool_call_id="call_t", name="get_time"),
+    ToolArgsDelta(1, '{"tz":'),
+    ToolArgsDelta(0, ' "Paris"}'),
+    ToolArgsDelta(1, ' "Asia/Tokyo"}'),
+    BlockStop(0),
+    BlockStop(1),
+    MessageDelta(StopReason.TOOL_USE, Usage(input_tokens=5, output_tokens=9)),
+    MessageStop(),
+]
+
+
+def test_parallel_tool_calls_stream_one_after_another():
+    chunks = encode_each(PARALLEL, client_ctx({"model": "gpt", "input": "x"}))
+    # the second call is held: nothing of it reaches the client while the first one is open
+    assert chunks[3] == b"" and chunks[4] == b"" and chunks[6] == b""
+    first = [e["type"] for _, e in events_of(chunks[5])]
+    assert first == ["response.function_call_arguments.delta"]
+    # the first one's stop: it is done, then the second comes out whole (added, one delta) and stays open
+    at_stop = [(e["type"], e.get("output_index"), e.get("delta")) for _, e in events_of(chunks[7])]
+    assert at_stop == [
+        ("response.function_call_arguments.done", 0, None),
+        ("response.output_item.done", 0, None),
+        ("response.output_item.added", 1, None),
+        ("response.function_call_arguments.delta", 1, '{"tz": "Asia/Tokyo"}'),
+    ]
+    data = b"".join(chunks)
+    out = check_sequence(data)
+    assert [t for _, t in wire_items(out)].count("response.output_item.added") == 2
+    vr.validate_stream(data)
+    final = sdk_final(data)
+    assert [(o.call_id, o.name, o.arguments) for o in final.output] == [
+        ("call_w", "get_weather", '{"city": "Paris"}'),
+        ("call_t", "get_time", '{"tz": "Asia/Tokyo"}'),
+    ]
+
+
+def test_held_items_already_stopped_come_out_whole_in_start_order():
+    evs = [
+        MessageStart(id="chatcmpl-1", model="gpt"),
+        BlockStart(0, BlockKind.TOOL_CALL, tool_call_id="c0", name="a"),
+        BlockStart(1, BlockKind.TOOL_CALL, tool_call_id="c1", name="b"),
+        BlockStart(2, BlockKind.TOOL_CALL, tool_call_id="c2", name="c"),
+        ToolArgsDelta(2, '{"z":'),
+        ToolArgsDelta(1, '{"y":2}'),
+        BlockStop(1),  # the second stops before the first: it waits, done
+        ToolArgsDelta(0, '{"x":1}'),
+        ToolArgsDelta(2, "3}"),
+        BlockStop(0),  # -> 0 done, 1 whole, 2 added with its text so far and live
+        BlockStart(3, BlockKind.TEXT),
+        TextDelta(3, "after"),
+        BlockStop(2),
+        TextDelta(3, " all"),
+        BlockStop(3),
+        MessageDelta(StopReason.TOOL_USE, Usage(input_tokens=5, output_tokens=9)),
+        MessageStop(),
+    ]
+    chunks = encode_each(evs, client_ctx({"model": "gpt", "input": "x"}))
+    assert all(c == b"" for c in chunks[2:7])
+    data = b"".join(chunks)
+    out = check_sequence(data)
+    items = wire_items(out)
+    assert [oi for oi, t in items if t == "response.output_item.done"] == [0, 1, 2, 3]
+    # the held call already stopped: added, one delta, done with nothing in between
+    one = [t for oi, t in items if oi == 1]
+    assert one == [
+        "response.output_item.added",
+        "response.function_call_arguments.delta",
+        "response.function_call_arguments.done",
+        "response.output_item.done",
+    ]
+    vr.validate_stream(data)
+    final = sdk_final(data)
+    assert [getattr(o, "arguments", None) for o in final.output] == ['{"x":1}', '{"y":2}', '{"z":3}', None]
+    assert final.output_text == "after all"
+
+
+def test_mixed_items_held_behind_an_open_reasoning_item():
+    evs = [
+        MessageStart(id="chatcmpl-1", model="deepseek"),
+        BlockStart(0, BlockKind.THINKING),
+        ThinkingDelta(0, "think "),
+        BlockStart(1, BlockKind.TEXT),
+        TextDelta(1, "Hi"),
+        BlockStart(2, BlockKind.REFUSAL),
+        TextDelta(2, "no"),
+        BlockStart(3, BlockKind.TOOL_CALL, tool_call_id="c3", name="f"),
+        ToolArgsDelta(3, "{}"),
+        ThinkingDelta(0, "more"),
+        BlockStart(4, BlockKind.THINKING),
+        ThinkingDelta(4, ""),
+        BlockStop(4),  # a held reasoning item without text: no summary part
+        BlockStop(1),
+        BlockStop(2),
+        BlockStop(3),
+        SignatureDelta(0, signature="SIG"),
+        BlockStop(0),
+        MessageDelta(StopReason.TOOL_USE, Usage(input_tokens=5, output_tokens=9)),
+        MessageStop(),
+    ]
+    chunks = encode_each(evs, client_ctx({"model": "deepseek", "input": "x"}))
+    assert chunks[9] != b"" and all(c == b"" for c in chunks[3:9] + chunks[10:17])
+    data = b"".join(chunks)
+    out = check_sequence(data)
+    wire_items(out)
+    vr.validate_stream(data)
+    final = sdk_final(data)
+    assert [o.type for o in final.output] == ["reasoning", "message", "message", "function_call", "reasoning"]
+    assert final.output[0].summary[0].text == "think more"
+    assert carry.unwrap_anthropic(final.output[0].encrypted_content)["sig"] == "SIG"
+    assert final.output[1].content[0].text == "Hi" and final.output[2].content[0].refusal == "no"
+    assert final.output[3].arguments == "{}" and final.output[4].summary == []
+
+
+def test_held_custom_tool_input_is_unwrapped_at_its_stop():
+    ctx = client_ctx(json.loads((DATA / "cx-patch-gpt-5.5.request.json").read_text()))
+    patch = "*** Begin Patch\n*** End Patch\n"
+    evs = [
+        MessageStart(id="msg_1", model="claude"),
+        BlockStart(0, BlockKind.TOOL_CALL, tool_call_id="t0", name="exec_command"),
+        BlockStart(1, BlockKind.TOOL_CALL, tool_call_id="t1", name="apply_patch"),
+        ToolArgsDelta(1, json.dumps({"input": patch})),
+        ToolArgsDelta(0, '{"cmd":"ls"}'),
+        BlockStop(0),
+        BlockStop(1),
+        MessageDelta(StopReason.TOOL_USE, Usage(input_tokens=1, output_tokens=1)),
+        MessageStop(),
+    ]
+    data = encode_all(evs, ctx)
+    out = check_sequence(data)
+    wire_items(out)
+    vr.validate_stream(data)
+    assert [e["delta"] for e in out if e["type"] == "response.custom_tool_call_input.delta"] == [patch]
+    final = sdk_final(data)
+    assert final.output[1].type == "custom_tool_call" and final.output[1].input == patch
+
+
+def test_error_with_held_items_closes_every_item_in_order():
+    enc = CODEC.stream_encoder(client_ctx({"model": "m", "input": "x"}))
+    data = b"".join(
+        enc.encode(e)
+        for e in [
+            MessageStart(id="resp_1", model="m"),
+            BlockStart(0, BlockKind.TOOL_CALL, tool_call_id="c0", name="a"),
+            BlockStart(1, BlockKind.TOOL_CALL, tool_call_id="c1", name="b"),
+            BlockStart(2, BlockKind.TEXT),
+            ToolArgsDelta(0, '{"x":'),
+            ToolArgsDelta(1, '{"y":1}'),
+            TextDelta(2, "partial"),
+            BlockStop(2),
+        ]
+    )
+    data += enc.error(ErrorInfo(ErrorKind.OVERLOADED, "busy"))
+    out = check_sequence(data)
+    items = wire_items(out)
+    assert [oi for oi, t in items if t == "response.output_item.done"] == [0, 1, 2]
+    vr.validate_stream(data)
+    failed = out[-1]["response"]
+    assert out[-2]["type"] == "error" and failed["status"] == "failed"
+    # the open ones are incomplete; the text block had stopped before the error: completed
+    assert [(o["status"], o.get("arguments")) for o in failed["output"]] == [
+        ("incomplete", '{"x":'),
+        ("incomplete", '{"y":1}'),
+        ("completed", None),
+    ]
+    assert failed["output"][2]["content"][0]["text"] == "partial"
+
+
+def test_held_item_delta_after_its_stop_is_rejected():
+    enc = CODEC.stream_encoder(Context())
+    for e in PARALLEL[:4]:
+        enc.encode(e)
+    enc.encode(BlockStop(1))
+    with pytest.raises(UpstreamProtocolError, match="unknown or closed block 1"):
+        enc.encode(ToolArgsDelta(1, "x"))
+    with pytest.raises(UpstreamProtocolError, match="unknown or closed block 1"):
+        enc.encode(BlockStop(1))

@@ -3,12 +3,20 @@
 ``response.created`` + ``response.in_progress``, then one output item per IR block (added, deltas, done;
 see ``stream_encode_items``), then ``response.completed`` / ``incomplete`` / ``failed`` with the whole
 response object. An error is always one ``error`` + ``response.failed`` pair, every added item done first.
+
+Output items never overlap on the wire, whatever the upstream interleaves (a Chat upstream streams
+parallel tool calls' arguments interleaved; the real API, and clients such as LangChain that key on
+``output_index`` changes, have one item at a time): the first open item streams live; an item starting
+while another is open is held (its text kept in the snapshot it keeps anyway, so memory follows the
+text) and goes on the wire, in start order, once the items before it are done: added, its text so far
+as one delta, then live deltas, or done at once when its block already stopped.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections import deque
 from enum import Enum
 from typing import TYPE_CHECKING
 from typing import Any
@@ -59,6 +67,9 @@ class ResponsesStreamEncoder(ItemFraming, StreamEncoder):
         self._model = ""
         self._created = 0
         self._blocks: dict[int, OutItem] = {}
+        #: the item open on the wire, and the items started after it (held), in start order
+        self._live: OutItem | None = None
+        self._held: deque[OutItem] = deque()
         self._used_ids: set[str] = set()
         self._stop: StopReason | None = None
         self._usage: Usage = Usage()
@@ -131,7 +142,11 @@ class ResponsesStreamEncoder(ItemFraming, StreamEncoder):
                 raise UpstreamProtocolError(
                     f"BlockStop for unknown or closed block {ev.index} (phase {self.phase.value})"
                 )
-            return self._block_stop(b)
+            if b.held:
+                b.open = False  # done on the wire once the items before it are
+                return b""
+            self._live = None
+            return self._block_stop(b) + self._release()
         if type(ev) is SignatureDelta:
             b = self._block(ev.index, "SignatureDelta")
             if ev.signature is not None:
@@ -181,15 +196,38 @@ class ResponsesStreamEncoder(ItemFraming, StreamEncoder):
             raise UpstreamProtocolError(f"unsupported block kind {kind!r}")
         self._blocks[ev.index] = b
         self._output.append(None)
+        if self._live is not None:
+            b.held = True
+            self._held.append(b)
+            return b""
+        self._live = b
         return self._item_added(b)
+
+    def _release(self) -> bytes:
+        """The live item is done: held items go on the wire in start order; the first one still open
+        becomes the live item."""
+        out = b""
+        held = self._held
+        while held:
+            b = held.popleft()
+            out += self._replay(b)
+            if b.open:
+                self._live = b
+                break
+            out += self._block_stop(b)
+        return out
 
     def _text_delta(self, ev: TextDelta) -> bytes:
         b = self._block(ev.index, "TextDelta")
         if b.kind is BlockKind.TEXT:
             b.keep(ev.text)
+            if b.held:
+                return b""
             return self._delta_ev(b, "response.output_text.delta", b'"content_index":0,', ev.text, b',"logprobs":[],')
         if b.kind is BlockKind.REFUSAL:
             b.keep(ev.text)
+            if b.held:
+                return b""
             return self._delta_ev(b, "response.refusal.delta", b'"content_index":0,', ev.text, b",")
         raise UpstreamProtocolError(f"TextDelta for a {b.kind.value} block (phase {self.phase.value})")
 
@@ -198,6 +236,9 @@ class ResponsesStreamEncoder(ItemFraming, StreamEncoder):
         if b.kind is not BlockKind.THINKING:
             raise UpstreamProtocolError(f"ThinkingDelta for a {b.kind.value} block (phase {self.phase.value})")
         if not ev.text:
+            return b""
+        if b.held:
+            b.keep(ev.text)
             return b""
         out = b""
         if not b.summary_started:
@@ -210,17 +251,24 @@ class ResponsesStreamEncoder(ItemFraming, StreamEncoder):
         if b.kind is not BlockKind.TOOL_CALL and b.kind is not BlockKind.CUSTOM_TOOL_CALL:
             raise UpstreamProtocolError(f"ToolArgsDelta for a {b.kind.value} block (phase {self.phase.value})")
         b.keep(ev.fragment)
-        if b.unwrap or not ev.fragment:
-            return b""  # buffered: the raw input is only known once the JSON arguments are complete
+        if b.unwrap or not ev.fragment or b.held:
+            return b""  # unwrap: the raw input is only known once the JSON arguments are complete
         etype = "response.custom_tool_call_input.delta" if b.custom else "response.function_call_arguments.delta"
         return self._delta_ev(b, etype, b"", ev.fragment, b",")
 
     # ---------------------------------------------------------- the end
 
     def _close_open(self, status: str = "completed") -> bytes:
+        """The end: the live item and every held one done, in order (``status`` for those still open)."""
         out = b""
-        for b in sorted((b for b in self._blocks.values() if b.open), key=lambda x: x.output_index):
+        b = self._live
+        if b is not None:
+            self._live = None
             out += self._block_stop(b, status)
+        held = self._held
+        while held:
+            b = held.popleft()
+            out += self._replay(b) + self._block_stop(b, status if b.open else "completed")
         return out
 
     def _finish(self) -> bytes:

@@ -2,8 +2,9 @@
 
 ``OutItem`` is one output item being streamed (one per IR block); ``ItemFraming`` (the base of
 ``ResponsesStreamEncoder``) numbers events (``sequence_number``) and writes an item's opening events
-(``output_item.added`` ...), its delta events (from a prefix built once per item: the hot path) and its
-closing events (``*.done`` ... ``output_item.done``).
+(``output_item.added`` ...), its delta events (from a prefix built once per item: the hot path), the
+replay of an item that was held back (its text so far as one delta) and its closing events
+(``*.done`` ... ``output_item.done``).
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ class OutItem:
         "redacted",
         "summary_started",
         "open",
+        "held",
     )
 
     def __init__(self, kind: BlockKind, output_index: int, item_id: str) -> None:
@@ -68,7 +70,10 @@ class OutItem:
         self.enc: str | None = None
         self.redacted: str | None = None
         self.summary_started = False
+        #: False once the IR block stopped
         self.open = True
+        #: not on the wire yet: an earlier item is still open there (its text is kept in ``chunks``)
+        self.held = False
 
     def keep(self, text: str) -> None:
         """Append to the snapshot; every ``_COMPACT`` small pieces are joined into one, so memory is
@@ -134,6 +139,30 @@ class ItemFraming:
             )
         item = call_item(b.item_id, b.call_id, b.name, "", custom=b.custom, namespace=b.namespace, status="in_progress")
         return self._ev("response.output_item.added", {"output_index": oi, "item": item})
+
+    def _replay(self, b: OutItem) -> bytes:
+        """A held item going on the wire: ``output_item.added`` (...), then everything it received so far
+        as ONE delta (the client concatenates deltas anyway)."""
+        b.held = False
+        out = self._item_added(b)
+        value = "".join(b.chunks)
+        b.chunks = [value]
+        if not value:
+            return out
+        kind = b.kind
+        if kind is BlockKind.TEXT:
+            return out + self._delta_ev(
+                b, "response.output_text.delta", b'"content_index":0,', value, b',"logprobs":[],'
+            )
+        if kind is BlockKind.REFUSAL:
+            return out + self._delta_ev(b, "response.refusal.delta", b'"content_index":0,', value, b",")
+        if kind is BlockKind.THINKING:
+            out += self._summary_part_added(b)
+            return out + self._delta_ev(b, "response.reasoning_summary_text.delta", b'"summary_index":0,', value, b",")
+        if b.unwrap:  # a custom tool offered as a function: its raw input is known at its stop
+            return out
+        etype = "response.custom_tool_call_input.delta" if b.custom else "response.function_call_arguments.delta"
+        return out + self._delta_ev(b, etype, b"", value, b",")
 
     def _summary_part_added(self, b: OutItem) -> bytes:
         b.summary_started = True
