@@ -2,7 +2,7 @@
 
 Usage: ``python sdk_client.py '<json scenario>'`` (or the JSON on stdin), or ``python sdk_client.py --serve``:
 one JSON scenario per stdin line, one JSON result per stdout line. The scenario:
-  sdk       anthropic | openai-chat | openai-responses
+  sdk       anthropic | openai-chat | openai-responses | langchain-responses (needs ``langchain-openai``)
   base_url  the proxy's base URL in that SDK's convention
   mode      create | stream
   scenario  the fake upstream scenario (sent as header x-fake-scenario)
@@ -270,7 +270,45 @@ def run_responses(sc: dict, timer: Timer) -> dict:
     return out
 
 
-RUNNERS = {"anthropic": run_anthropic, "openai-chat": run_chat, "openai-responses": run_responses}
+def run_langchain_responses(sc: dict, timer: Timer) -> dict:
+    """LangChain's ``ChatOpenAI(use_responses_api=True)`` streaming with two tools bound; the chunks are merged
+    with ``+`` as LangChain's agents do (issue 14: overlapping output items broke this merge)."""
+    from langchain_openai import ChatOpenAI
+
+    llm = ChatOpenAI(
+        model=sc.get("model", "gpt-test"),
+        base_url=sc["base_url"],
+        api_key=sc.get("api_key", "test-client-key"),
+        use_responses_api=True,
+        streaming=True,
+        max_retries=0,
+        timeout=30,
+        default_headers=sc["headers"],
+    )
+    tools = [{"type": "function", "function": {"name": n, "description": d, "parameters": s}} for n, d, s in TOOLS]
+    merged = None
+    for chunk in llm.bind_tools(tools).stream(PROMPT):
+        timer.delta()
+        merged = chunk if merged is None else merged + chunk
+    if merged is None:
+        return {"ok": False, "error_type": "no-chunks", "status": None, "message": "the stream gave no chunk"}
+    text = merged.text
+    return {
+        "ok": True,
+        "text": text() if callable(text) else text,
+        "tool_calls": [{"id": tc["id"], "name": tc["name"], "arguments": tc["args"]} for tc in merged.tool_calls],
+        "invalid_tool_calls": [dict(tc) for tc in merged.invalid_tool_calls],
+        "stop": merged.response_metadata.get("status"),
+        "model": merged.response_metadata.get("model_name"),
+    }
+
+
+RUNNERS = {
+    "anthropic": run_anthropic,
+    "openai-chat": run_chat,
+    "openai-responses": run_responses,
+    "langchain-responses": run_langchain_responses,
+}
 
 
 def run(sc: dict) -> dict:
