@@ -61,8 +61,17 @@ def _cases() -> list[tuple[str, Protocol, bytes, dict | None]]:
             ir = _ir(proto, s.body)
             if sum(1 for e in ir if type(e) is BlockStart and e.kind in TOOL_KINDS) >= 2:
                 out.append((s.name, proto, s.body, s.request if isinstance(s.request, dict) else None))
-    out.append(("fake-chat-tools", Protocol.OPENAI_CHAT, b"".join(fu.chat_reply("tools", "m", True, True).events), None))
-    out.append(("fake-anthropic-tools", Protocol.ANTHROPIC_MESSAGES, b"".join(fu.anthropic_reply("tools", "m", True).events), None))
+    out.append(
+        ("fake-chat-tools", Protocol.OPENAI_CHAT, b"".join(fu.chat_reply("tools", "m", True, True).events), None)
+    )
+    out.append(
+        (
+            "fake-anthropic-tools",
+            Protocol.ANTHROPIC_MESSAGES,
+            b"".join(fu.anthropic_reply("tools", "m", True).events),
+            None,
+        )
+    )
     return out
 
 
@@ -109,9 +118,7 @@ def _items_in_order(data: bytes) -> list[dict]:
 def test_parallel_tool_calls_to_responses_never_overlap(name, proto, body, request_body):
     src = get_codec(proto)
     dst = get_codec(Protocol.OPENAI_RESPONSES)
-    want = [
-        (e.tool_call_id, e.name) for e in _ir(proto, body) if type(e) is BlockStart and e.kind in TOOL_KINDS
-    ]
+    want = [(e.tool_call_id, e.name) for e in _ir(proto, body) if type(e) is BlockStart and e.kind in TOOL_KINDS]
     outputs = {}
     for label, pieces in chunkings(body):
         req = src.decode_request(request_body) if request_body else Request(model="m")
