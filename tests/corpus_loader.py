@@ -84,7 +84,11 @@ def _from_cassette(rel: str, path: Path, prov: str) -> list[Sample]:
         else:
             body = _body_bytes(resp.get("body"))
         headers = {k.lower(): v for k, v in (resp.get("headers") or {}).items()}
-        ctype = " ".join(headers.get("content-type", [""])) if isinstance(headers.get("content-type"), list) else str(headers.get("content-type", ""))
+        ctype = (
+            " ".join(headers.get("content-type", [""]))
+            if isinstance(headers.get("content-type"), list)
+            else str(headers.get("content-type", ""))
+        )
         stream = "event-stream" in ctype or body.lstrip().startswith((b"event:", b"data:", b":"))
         out.append(Sample(f"{rel}#{i}", proto, stream, int(status), body, request, prov))
     return out
@@ -142,4 +146,8 @@ def samples(protocol: str | None = None, *, stream: bool | None = None, ok: bool
 
 def requests(protocol: str | None = None) -> list[tuple[str, str, dict[str, Any]]]:
     """(name, protocol, request JSON) for every recorded request body."""
-    return [(s.name, s.protocol, s.request) for s in load_all() if isinstance(s.request, dict) and (protocol is None or s.protocol == protocol)]
+    return [
+        (s.name, s.protocol, s.request)
+        for s in load_all()
+        if isinstance(s.request, dict) and (protocol is None or s.protocol == protocol)
+    ]

@@ -280,7 +280,9 @@ def test_run_with_a_broken_or_missing_routes_file(tmp_path, capsys):
         cli_mod.main(["run", "--config", str(tmp_path / "nope.yaml")])
     assert "cannot read the routes file" in str(e.value)
     bad = tmp_path / "bad.yaml"
-    bad.write_text("upstreams:\n  - {name: a, protocol: gemini, base_url: 'http://x'}\nroutes: [{match: '*', to: [a]}]\n")
+    bad.write_text(
+        "upstreams:\n  - {name: a, protocol: gemini, base_url: 'http://x'}\nroutes: [{match: '*', to: [a]}]\n"
+    )
     with pytest.raises(SystemExit) as e:
         cli_mod.main(["run", "--config", str(bad)])
     assert "line 2: upstreams[0] (a): unknown protocol 'gemini'" in str(e.value)

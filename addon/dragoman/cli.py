@@ -221,7 +221,15 @@ from dragoman.cli_record import build_replay_argv  # noqa: E402
 from dragoman.cli_record import dead_port  # noqa: E402
 from dragoman.cli_record import describe_replay  # noqa: E402
 
-__all__ = ["build_mitmdump_argv", "build_record_argv", "build_replay_argv", "dead_port", "describe_replay", "entry_script", "main"]
+__all__ = [
+    "build_mitmdump_argv",
+    "build_record_argv",
+    "build_replay_argv",
+    "dead_port",
+    "describe_replay",
+    "entry_script",
+    "main",
+]
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -69,7 +69,6 @@ def _cmd_env(args: argparse.Namespace, extra: list[str]) -> int:
     return 0
 
 
-
 def add_parser(sub: argparse._SubParsersAction) -> None:
     from dragoman.env import CLIENTS
     from dragoman.env import DEFAULT_CONFDIR
@@ -95,4 +94,3 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     envp.add_argument("--format", choices=("sh", "dotenv"), default="sh", help="sh (export lines) or dotenv")
     envp.add_argument("--reverse", action="store_true", help="reverse mode: base-URL variables, no CA")
     envp.set_defaults(func=_cmd_env)
-

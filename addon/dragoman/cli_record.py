@@ -168,7 +168,6 @@ def _cmd_record(args: argparse.Namespace, extra: list[str]) -> int:
     return 0  # not reached
 
 
-
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     replay = sub.add_parser(
         "replay",
@@ -201,4 +200,3 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     record.add_argument("dir", help="folder to record into (created if missing)")
     record.add_argument("--session", help="session folder name (default: the start time, YYYYMMDD-HHMMSS)")
     record.set_defaults(func=_cmd_record)
-

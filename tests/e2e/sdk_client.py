@@ -76,7 +76,9 @@ def run_anthropic(sc: dict, timer: Timer) -> dict:
     if sc["scenario"] == "tools":
         kwargs["tools"] = [{"name": n, "description": d, "input_schema": s} for n, d, s in TOOLS]
     if sc["scenario"] == "custom":
-        kwargs["tools"] = [{"name": "apply_patch", "description": PATCH_TOOL_DESC, "input_schema": PATCH_FUNCTION_SCHEMA}]
+        kwargs["tools"] = [
+            {"name": "apply_patch", "description": PATCH_TOOL_DESC, "input_schema": PATCH_FUNCTION_SCHEMA}
+        ]
     if sc["scenario"] == "thinking":
         kwargs["thinking"] = {"type": "enabled", "budget_tokens": 1024}
         kwargs["max_tokens"] = 2048
@@ -132,7 +134,11 @@ def run_chat(sc: dict, timer: Timer) -> dict:
         kwargs["tools"] = [
             {
                 "type": "function",
-                "function": {"name": "apply_patch", "description": PATCH_TOOL_DESC, "parameters": PATCH_FUNCTION_SCHEMA},
+                "function": {
+                    "name": "apply_patch",
+                    "description": PATCH_TOOL_DESC,
+                    "parameters": PATCH_FUNCTION_SCHEMA,
+                },
             }
         ]
     if sc["scenario"] == "thinking":

@@ -15,7 +15,7 @@ import subprocess
 
 import pytest
 
-from dragoman import fake_upstream as fu
+from dragoman import demo as fu
 
 from .conftest import client_python
 

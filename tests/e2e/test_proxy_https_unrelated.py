@@ -77,7 +77,12 @@ class HttpsEcho:
                 n = int(self.headers.get("content-length") or 0)
                 raw = self.rfile.read(n) if n else b""
                 echo.requests.append(
-                    {"method": self.command, "path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}, "raw": raw}
+                    {
+                        "method": self.command,
+                        "path": self.path,
+                        "headers": {k.lower(): v for k, v in self.headers.items()},
+                        "raw": raw,
+                    }
                 )
                 body = json.dumps(echo.ANSWER).encode()
                 self.send_response(200)

@@ -29,8 +29,20 @@ COOKIE = "session=cookie-SECRET-77aa88bb"
 GAP_S = 0.08
 PROMPT = "Say hello."
 BODIES = {
-    "/v1/messages": {"model": "claude-test", "max_tokens": 256, "stream": True, "messages": [{"role": "user", "content": PROMPT}], "metadata": {"user_id": "user-A"}},
-    "/v1/chat/completions": {"model": "gpt-test", "max_tokens": 256, "stream": True, "stream_options": {"include_usage": True}, "messages": [{"role": "user", "content": PROMPT}]},
+    "/v1/messages": {
+        "model": "claude-test",
+        "max_tokens": 256,
+        "stream": True,
+        "messages": [{"role": "user", "content": PROMPT}],
+        "metadata": {"user_id": "user-A"},
+    },
+    "/v1/chat/completions": {
+        "model": "gpt-test",
+        "max_tokens": 256,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "messages": [{"role": "user", "content": PROMPT}],
+    },
     "/v1/responses": {"model": "gpt-test", "max_output_tokens": 256, "stream": True, "input": PROMPT},
 }
 
@@ -39,7 +51,20 @@ class Mitm:
     def __init__(self, workdir: Path, name: str, args: list[str]) -> None:
         self.port = free_port()
         self.log_path = workdir / f"{name}.log"
-        argv = [mitmdump_bin(), "-s", str(SCRIPT), "--listen-host", "127.0.0.1", "-p", str(self.port), "--set", f"confdir={workdir / 'confdir'}", "--set", "termlog_verbosity=debug", *args]
+        argv = [
+            mitmdump_bin(),
+            "-s",
+            str(SCRIPT),
+            "--listen-host",
+            "127.0.0.1",
+            "-p",
+            str(self.port),
+            "--set",
+            f"confdir={workdir / 'confdir'}",
+            "--set",
+            "termlog_verbosity=debug",
+            *args,
+        ]
         self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(argv, stdout=self._log, stderr=subprocess.STDOUT, cwd=str(workdir))
         wait_port(self.port, self.proc)
@@ -85,10 +110,28 @@ def recorded(tmp_path_factory):
         m = Mitm(
             work,
             "record",
-            ["--mode", f"reverse:{up.url}", "--set", "dragoman_target=openai-chat", "--set", f"dragoman_upstream={up.url}/v1", "--set", f"dragoman_record={work / 'rec'}", "--set", "dragoman_record_session=s", "-w", str(work / "flows")],
+            [
+                "--mode",
+                f"reverse:{up.url}",
+                "--set",
+                "dragoman_target=openai-chat",
+                "--set",
+                f"dragoman_upstream={up.url}/v1",
+                "--set",
+                f"dragoman_record={work / 'rec'}",
+                "--set",
+                "dragoman_record_session=s",
+                "-w",
+                str(work / "flows"),
+            ],
         )
         try:
-            live = post(m.port, "/v1/messages", BODIES["/v1/messages"], **{"x-api-key": KEY, "cookie": COOKIE, "anthropic-version": "2023-06-01"})
+            live = post(
+                m.port,
+                "/v1/messages",
+                BODIES["/v1/messages"],
+                **{"x-api-key": KEY, "cookie": COOKIE, "anthropic-version": "2023-06-01"},
+            )
         finally:
             log = m.stop()
     assert live[0] == 200, log[-3000:]
@@ -103,7 +146,14 @@ def replay(recorded):
 
     def get(speed: str) -> Mitm:
         if speed not in started:
-            args = ["--mode", f"reverse:http://127.0.0.1:{dead}", "--set", f"dragoman_replay={work / 'rec' / 's'}", "--set", f"dragoman_replay_speed={speed}"]
+            args = [
+                "--mode",
+                f"reverse:http://127.0.0.1:{dead}",
+                "--set",
+                f"dragoman_replay={work / 'rec' / 's'}",
+                "--set",
+                f"dragoman_replay_speed={speed}",
+            ]
             started[speed] = Mitm(work, f"replay-{speed}", args)
         return started[speed]
 
@@ -177,7 +227,16 @@ def test_sdk_clients_on_the_replay(recorded, replay, run_client):
 def test_saved_flow_shows_both_sides(recorded):
     work, (_, live_body, _), _ = recorded
     r = subprocess.run(
-        [mitmdump_bin(), "-n", "-r", str(work / "flows"), "--set", "flow_detail=3", "--set", f"confdir={work / 'confdir'}"],
+        [
+            mitmdump_bin(),
+            "-n",
+            "-r",
+            str(work / "flows"),
+            "--set",
+            "flow_detail=3",
+            "--set",
+            f"confdir={work / 'confdir'}",
+        ],
         capture_output=True,
         text=True,
         timeout=60,

@@ -55,14 +55,29 @@ class Routed:
         self.port = free_port()
         self.log_path = workdir / f"mitmdump-{self.port}.log"
         argv = [
-            mitmdump_bin(), "-s", str(SCRIPT), "--mode", "reverse:http://127.0.0.1:9", "--listen-host", "127.0.0.1",
-            "-p", str(self.port), "--set", f"confdir={workdir / 'confdir'}", "--set", f"termlog_verbosity={verbosity}",
-            "--set", f"dragoman_config={self.config}", *(extra or []),
+            mitmdump_bin(),
+            "-s",
+            str(SCRIPT),
+            "--mode",
+            "reverse:http://127.0.0.1:9",
+            "--listen-host",
+            "127.0.0.1",
+            "-p",
+            str(self.port),
+            "--set",
+            f"confdir={workdir / 'confdir'}",
+            "--set",
+            f"termlog_verbosity={verbosity}",
+            "--set",
+            f"dragoman_config={self.config}",
+            *(extra or []),
         ]
         import os
 
         self._log = open(self.log_path, "wb")  # noqa: SIM115
-        self.proc = subprocess.Popen(argv, stdout=self._log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
+        self.proc = subprocess.Popen(
+            argv, stdout=self._log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}
+        )
         try:
             wait_port(self.port, self.proc)
         except RuntimeError:
@@ -87,7 +102,9 @@ class Routed:
     ) -> tuple[int, dict[str, str], bytes]:
         if client == "anthropic":
             body = {"model": model, "max_tokens": 64, "stream": stream, "messages": [{"role": "user", "content": "hi"}]}
-            headers = {"x-api-key": key, "anthropic-version": "2023-06-01"} if key else {"anthropic-version": "2023-06-01"}
+            headers = (
+                {"x-api-key": key, "anthropic-version": "2023-06-01"} if key else {"anthropic-version": "2023-06-01"}
+            )
         elif client == "openai-chat":
             body = {"model": model, "stream": stream, "messages": [{"role": "user", "content": "hi"}]}
             headers = {"authorization": f"Bearer {key}"} if key else {}
@@ -132,7 +149,9 @@ def world(tmp_path_factory):
         # a second Chat upstream that works
         "chat_b": KeyedUpstream("openai-chat"),
         "resp": KeyedUpstream("openai-responses"),
-        "bad": KeyedUpstream("openai-chat", always=Rule(400, body=b'{"error":{"message":"bad param","type":"invalid_request_error"}}')),
+        "bad": KeyedUpstream(
+            "openai-chat", always=Rule(400, body=b'{"error":{"message":"bad param","type":"invalid_request_error"}}')
+        ),
         "limited1": KeyedUpstream("openai-chat", always=Rule(429, retry_after="7")),
         "limited2": KeyedUpstream("anthropic", always=Rule(429, retry_after="11")),
         "dropper": KeyedUpstream("openai-chat", rules={"key-drop": Rule(action="drop")}),
@@ -144,43 +163,43 @@ def world(tmp_path_factory):
 upstreams:
   - name: chat_a
     protocol: openai-chat
-    base_url: {fakes['chat_a'].url}/v1
+    base_url: {fakes["chat_a"].url}/v1
     keys: [key-a1, env:ROUTES_TEST_KEY_A2]
   - name: anth
     protocol: anthropic
-    base_url: {fakes['anth'].url}
+    base_url: {fakes["anth"].url}
     keys: [key-anth]
   - name: chat_b
     protocol: openai-chat
-    base_url: {fakes['chat_b'].url}/v1
+    base_url: {fakes["chat_b"].url}/v1
     keys: [key-b]
   - name: resp
     protocol: openai-responses
-    base_url: {fakes['resp'].url}/v1
+    base_url: {fakes["resp"].url}/v1
     keys: [key-resp]
   - name: bad
     protocol: openai-chat
-    base_url: {fakes['bad'].url}/v1
+    base_url: {fakes["bad"].url}/v1
     keys: [key-bad]
   - name: limited1
     protocol: openai-chat
-    base_url: {fakes['limited1'].url}/v1
+    base_url: {fakes["limited1"].url}/v1
     keys: [key-l1]
   - name: limited2
     protocol: anthropic
-    base_url: {fakes['limited2'].url}
+    base_url: {fakes["limited2"].url}
     keys: [key-l2]
   - name: dropper
     protocol: openai-chat
-    base_url: {fakes['dropper'].url}/v1
+    base_url: {fakes["dropper"].url}/v1
     keys: [key-drop]
   - name: revoked
     protocol: anthropic
-    base_url: {fakes['revoked'].url}
+    base_url: {fakes["revoked"].url}
     keys: [key-revoked, key-valid]
   - name: anth_ok
     protocol: anthropic
-    base_url: {fakes['anth_ok'].url}
+    base_url: {fakes["anth_ok"].url}
     keys: [key-anth-ok]
   - name: refused
     protocol: anthropic
@@ -265,7 +284,9 @@ def test_every_client_protocol_onto_every_upstream_protocol(world, client, upstr
         validate(client, stream, body)
     assert headers["x-dragoman-route"].startswith(UPSTREAM_FAKE[upstream] + "/")
     assert len(fake.requests) == n0 + 1 and fake.requests[-1].path.endswith(
-        {"anthropic": "/v1/messages", "openai-chat": "/v1/chat/completions", "openai-responses": "/v1/responses"}[upstream]
+        {"anthropic": "/v1/messages", "openai-chat": "/v1/chat/completions", "openai-responses": "/v1/responses"}[
+            upstream
+        ]
     )
 
 
@@ -410,9 +431,22 @@ def test_unknown_upstream_in_a_route_refuses_to_start(tmp_path):
     cfg = tmp_path / "routes.yaml"
     cfg.write_text(text)
     proc = subprocess.run(
-        [mitmdump_bin(), "-s", str(SCRIPT), "--listen-host", "127.0.0.1", "-p", str(free_port()),
-         "--set", f"confdir={tmp_path / 'confdir'}", "--set", f"dragoman_config={cfg}"],
-        capture_output=True, text=True, timeout=60,
+        [
+            mitmdump_bin(),
+            "-s",
+            str(SCRIPT),
+            "--listen-host",
+            "127.0.0.1",
+            "-p",
+            str(free_port()),
+            "--set",
+            f"confdir={tmp_path / 'confdir'}",
+            "--set",
+            f"dragoman_config={cfg}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0

@@ -63,7 +63,10 @@ clients:
 def usage_json(ledger) -> list[dict]:
     out = subprocess.run(
         [sys.executable, "-m", "dragoman", "usage", "--ledger", str(ledger), "--json", "--by", "client"],
-        capture_output=True, text=True, timeout=60, check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
     )
     return json.loads(out.stdout)["rows"]
 
@@ -114,9 +117,21 @@ def test_refuses_to_expose_upstream_keys_without_client_keys(tmp_path):
     from .conftest import free_port
     from .conftest import mitmdump_bin
 
-    base = [mitmdump_bin(), "-s", str(SCRIPT), "-p", str(free_port()), "--set", f"confdir={tmp_path / 'c'}",
-            "--mode", "reverse:http://127.0.0.1:9", "--set", "dragoman_target=openai-chat",
-            "--set", "dragoman_api_key=sk-upstream-secret-77"]
+    base = [
+        mitmdump_bin(),
+        "-s",
+        str(SCRIPT),
+        "-p",
+        str(free_port()),
+        "--set",
+        f"confdir={tmp_path / 'c'}",
+        "--mode",
+        "reverse:http://127.0.0.1:9",
+        "--set",
+        "dragoman_target=openai-chat",
+        "--set",
+        "dragoman_api_key=sk-upstream-secret-77",
+    ]
     proc = subprocess.run(base, capture_output=True, text=True, timeout=60)
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0

@@ -57,7 +57,12 @@ def scripts(seen):
     if fault == "stall":
         return [head, *first, "wait_closed"]
     if fault == "keepalive_then_stall":  # upstream comments keep it alive past the timeout, then silence
-        return [head, *first, *[x for _ in range(6) for x in (chunk(b": keepalive\n\n"), ("sleep", 0.3))], "wait_closed"]
+        return [
+            head,
+            *first,
+            *[x for _ in range(6) for x in (chunk(b": keepalive\n\n"), ("sleep", 0.3))],
+            "wait_closed",
+        ]
     if fault == "no_terminal":
         return [head, *[chunk(e) for e in CHAT_EVENTS[:5]], b"0\r\n\r\n"]
     if fault == "gzip":

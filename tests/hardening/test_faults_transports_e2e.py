@@ -128,10 +128,17 @@ def call_http1(proxy: RegularProxy, transport: str, client: str, fault: str, str
         conn: http.client.HTTPConnection = http.client.HTTPConnection("127.0.0.1", proxy.port, timeout=20)
         target = f"http://{host}{path}"
     else:
-        conn = http.client.HTTPSConnection("127.0.0.1", proxy.port, timeout=20, context=tls_context(proxy, ["http/1.1"]))
+        conn = http.client.HTTPSConnection(
+            "127.0.0.1", proxy.port, timeout=20, context=tls_context(proxy, ["http/1.1"])
+        )
         conn.set_tunnel(host, 443)
         target = path
-    headers = {"content-type": "application/json", "x-fault": fault, "x-api-key": "sk-client", "authorization": "Bearer sk-client"}
+    headers = {
+        "content-type": "application/json",
+        "x-fault": fault,
+        "x-api-key": "sk-client",
+        "authorization": "Bearer sk-client",
+    }
     conn.request("POST", target, request_body(client, stream, model), headers)
     resp = conn.getresponse()
     if transport == "tls":

@@ -110,7 +110,9 @@ def preserve(data: bytes, proto: Protocol, rng: random.Random, ops: list[str]) -
     for op in ops:
         if op == "comments":
             for _ in range(rng.randint(1, 4)):
-                evs.insert(rng.randint(0, len(evs)), b": keepalive " + bytes([rng.randint(97, 122)]) * rng.randint(0, 9))
+                evs.insert(
+                    rng.randint(0, len(evs)), b": keepalive " + bytes([rng.randint(97, 122)]) * rng.randint(0, 9)
+                )
             i = rng.randrange(len(evs))
             evs[i] = b": inside\n" + evs[i]
         elif op == "multiline":
@@ -154,7 +156,11 @@ def damage(data: bytes, proto: Protocol, rng: random.Random, ops: list[str]) -> 
             continue
         if op == "invalid_utf8":
             pos = rng.randint(0, len(data))
-            data = data[:pos] + rng.choice([b"\xff", b"\xc3", b"\xe2\x82", b"\xed\xa0\x80", b"\xf8\x88\x80\x80"]) + data[pos:]
+            data = (
+                data[:pos]
+                + rng.choice([b"\xff", b"\xc3", b"\xe2\x82", b"\xed\xa0\x80", b"\xf8\x88\x80\x80"])
+                + data[pos:]
+            )
             continue
         if op == "truncated_json":
             other, payload = data_of(evs[i])
@@ -238,7 +244,28 @@ def run_sse(pieces: list[bytes]) -> list[tuple[str | None, str]]:
 
 
 SSE_ALPHABET = st.sampled_from(
-    [b"data: ", b"data:", b"event: x", b"event:y", b": c", b"id: 1", b"retry: 5", b"\n", b"\r", b"\r\n", b"{}", b"a", b"\xc3\xa9", b"\xe2\x82\xac", b"\xff", b"\xe2", b" ", b":", b"data", b"\x00"]
+    [
+        b"data: ",
+        b"data:",
+        b"event: x",
+        b"event:y",
+        b": c",
+        b"id: 1",
+        b"retry: 5",
+        b"\n",
+        b"\r",
+        b"\r\n",
+        b"{}",
+        b"a",
+        b"\xc3\xa9",
+        b"\xe2\x82\xac",
+        b"\xff",
+        b"\xe2",
+        b" ",
+        b":",
+        b"data",
+        b"\x00",
+    ]
 )
 
 
@@ -348,7 +375,8 @@ def _expect_error(client: Protocol, out: bytes) -> None:
 
 @pytest.mark.parametrize("upstream, client", PAIRS, ids=PAIR_IDS)
 @pytest.mark.parametrize(
-    "case", ["delta_before_start", "stop_without_start", "duplicate_start", "no_terminal", "deep_nesting", "garbage_line"]
+    "case",
+    ["delta_before_start", "stop_without_start", "duplicate_start", "no_terminal", "deep_nesting", "garbage_line"],
 )
 def test_out_of_order_and_broken_events_end_with_one_error(upstream, client, case):
     evs = _text_events(upstream)
@@ -360,7 +388,10 @@ def test_out_of_order_and_broken_events_end_with_one_error(upstream, client, cas
     elif case == "stop_without_start":
         evs = [e for e in evs if STOP[upstream] in e or b"message_delta" in e]
         if upstream is Protocol.OPENAI_CHAT:
-            evs = [b'data: {"id":"x","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}', b"data: [DONE]"]
+            evs = [
+                b'data: {"id":"x","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}',
+                b"data: [DONE]",
+            ]
             # a finish without any content is a valid (empty) Chat answer
             out = translate(upstream, client, [join_events(evs)])
             check_client_stream(client, out)
@@ -464,8 +495,11 @@ def test_lost_tool_argument_delta_is_an_error_not_a_complete_call(upstream, clie
     assert b"get_weather" in out and (b"not a JSON object" in out or b"disagree" in out or b"arguments" in out)
 
 
-@pytest.mark.parametrize("upstream, client", [p for p in PAIRS if p[0] is not Protocol.OPENAI_RESPONSES], ids=[
-    i for p, i in zip(PAIRS, PAIR_IDS) if p[0] is not Protocol.OPENAI_RESPONSES])
+@pytest.mark.parametrize(
+    "upstream, client",
+    [p for p in PAIRS if p[0] is not Protocol.OPENAI_RESPONSES],
+    ids=[i for p, i in zip(PAIRS, PAIR_IDS) if p[0] is not Protocol.OPENAI_RESPONSES],
+)
 def test_tool_arguments_cut_by_max_tokens_are_legitimate(upstream, client):
     """max_tokens/length may cut tool input mid-JSON (real recording: stream-max-tokens-mid-tool-input)."""
     evs = _tool_events(upstream)

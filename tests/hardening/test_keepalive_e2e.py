@@ -98,7 +98,10 @@ def raw_stream(proxy: Proxy, path: str, body: dict, fault: str) -> bytes:
     [
         ("/v1/chat/completions", {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]}),
         ("/v1/responses", {"model": "m", "stream": True, "input": "hi"}),
-        ("/v1/messages", {"model": "m", "stream": True, "max_tokens": 9, "messages": [{"role": "user", "content": "hi"}]}),
+        (
+            "/v1/messages",
+            {"model": "m", "stream": True, "max_tokens": 9, "messages": [{"role": "user", "content": "hi"}]},
+        ),
     ],
     ids=["chat", "responses", "anthropic"],
 )

@@ -26,12 +26,22 @@ CLIENT_SECRET = "sk-client-own-SECRET-abcdef"
 
 def chat_events(token: str) -> list[bytes]:
     def c(delta, fr=None):
-        obj = {"id": "x", "object": "chat.completion.chunk", "created": 1, "model": "m",
-               "choices": [{"index": 0, "delta": delta, "finish_reason": fr}]}
+        obj = {
+            "id": "x",
+            "object": "chat.completion.chunk",
+            "created": 1,
+            "model": "m",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": fr}],
+        }
         return b"data: " + json.dumps(obj).encode() + b"\n\n"
 
     pieces = [token[i : i + 3] for i in range(0, len(token), 3)]
-    return [c({"role": "assistant", "content": ""}), *[c({"content": p}) for p in pieces], c({}, "stop"), b"data: [DONE]\n\n"]
+    return [
+        c({"role": "assistant", "content": ""}),
+        *[c({"content": p}) for p in pieces],
+        c({}, "stop"),
+        b"data: [DONE]\n\n",
+    ]
 
 
 def script(seen):
@@ -85,8 +95,12 @@ def body_for(client: str, token: str, **extra) -> dict:
 
 def post(proxy: Proxy, client: str, payload: bytes, headers: dict | None = None):
     conn = http.client.HTTPConnection("127.0.0.1", proxy.port, timeout=30)
-    h = {"content-type": "application/json", "x-api-key": CLIENT_SECRET, "authorization": f"Bearer {CLIENT_SECRET}",
-         "cookie": f"session={CLIENT_SECRET}"}
+    h = {
+        "content-type": "application/json",
+        "x-api-key": CLIENT_SECRET,
+        "authorization": f"Bearer {CLIENT_SECRET}",
+        "cookie": f"session={CLIENT_SECRET}",
+    }
     h.update(headers or {})
     conn.request("POST", CLIENTS[client][0], payload, h)
     r = conn.getresponse()

@@ -20,7 +20,9 @@ def test_responses_roundtrip():
     assert "=" not in v[len(carry.RESPONSES_TAG) :]  # padding stripped
 
 
-@pytest.mark.parametrize("value", [None, "", "EqQBCkgIAhABGAIiQH", carry.ANTHROPIC_TAG + "!!!notbase64", carry.ANTHROPIC_TAG + "WzFd"])
+@pytest.mark.parametrize(
+    "value", [None, "", "EqQBCkgIAhABGAIiQH", carry.ANTHROPIC_TAG + "!!!notbase64", carry.ANTHROPIC_TAG + "WzFd"]
+)
 def test_native_or_broken_values_not_unwrapped(value):
     assert carry.unwrap_anthropic(value) is None  # WzFd is base64 of [1]: not an object
 

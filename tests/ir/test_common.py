@@ -12,7 +12,9 @@ from dragoman.ir.common import kind_from_status
 def test_usage_merged_other_wins_when_set():
     a = Usage(input_tokens=10, output_tokens=1, cache_read_tokens=3)
     b = Usage(output_tokens=7, reasoning_tokens=2, cache_creation_tokens=4)
-    assert a.merged(b) == Usage(input_tokens=10, output_tokens=7, cache_read_tokens=3, cache_creation_tokens=4, reasoning_tokens=2)
+    assert a.merged(b) == Usage(
+        input_tokens=10, output_tokens=7, cache_read_tokens=3, cache_creation_tokens=4, reasoning_tokens=2
+    )
     assert a.merged(None) is a
     assert a.merged(Usage()) == a
 

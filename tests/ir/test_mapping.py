@@ -19,7 +19,13 @@ def test_anthropic_unknown_and_none():
 
 @pytest.mark.parametrize(
     "finish,reason",
-    [("stop", StopReason.END_TURN), ("length", StopReason.MAX_TOKENS), ("tool_calls", StopReason.TOOL_USE), ("function_call", StopReason.TOOL_USE), ("content_filter", StopReason.REFUSAL)],
+    [
+        ("stop", StopReason.END_TURN),
+        ("length", StopReason.MAX_TOKENS),
+        ("tool_calls", StopReason.TOOL_USE),
+        ("function_call", StopReason.TOOL_USE),
+        ("content_filter", StopReason.REFUSAL),
+    ],
 )
 def test_chat(finish, reason):
     assert mapping.chat_stop(finish) is reason

@@ -156,12 +156,20 @@ def test_refuses_to_start_when_keys_are_exposed_beyond_loopback(monkeypatch):
         message = str(e.value)
         assert "--listen-host 127.0.0.1" in message and "dragoman_client_keys" in message
         assert "dragoman_allow_remote" in message and UPSTREAM_KEY not in message
-    for fix in ({"listen_host": "127.0.0.1"}, {"dragoman_allow_remote": True}, {"dragoman_client_keys": [f"a={ALICE}"]}):
+    for fix in (
+        {"listen_host": "127.0.0.1"},
+        {"dragoman_allow_remote": True},
+        {"dragoman_client_keys": [f"a={ALICE}"]},
+    ):
         auth, tr = ClientAuth(), Translate()
         with taddons.context(auth, tr) as tctx:
             tctx.configure(auth, **{k: v for k, v in fix.items() if k.startswith("dragoman_")})
-            tctx.configure(tr, listen_host=fix.get("listen_host", "0.0.0.0"), dragoman_target="openai-chat",
-                           dragoman_api_key=UPSTREAM_KEY)
+            tctx.configure(
+                tr,
+                listen_host=fix.get("listen_host", "0.0.0.0"),
+                dragoman_target="openai-chat",
+                dragoman_api_key=UPSTREAM_KEY,
+            )
             assert tr.routing.config is not None
 
 

@@ -21,7 +21,13 @@ from dragoman.mitm.translate_addon import Translate
 from dragoman.record.model import Exchange
 
 KEY = "sk-client-SECRET-0123456789"
-BODY = {"model": "claude-x", "max_tokens": 64, "stream": True, "messages": [{"role": "user", "content": "hi"}], "metadata": {"user_id": "u-1"}}
+BODY = {
+    "model": "claude-x",
+    "max_tokens": 64,
+    "stream": True,
+    "messages": [{"role": "user", "content": "hi"}],
+    "metadata": {"user_id": "u-1"},
+}
 
 
 def client_flow(body: dict | None = None, key: str = KEY) -> http.HTTPFlow:
@@ -30,7 +36,12 @@ def client_flow(body: dict | None = None, key: str = KEY) -> http.HTTPFlow:
         "POST",
         "https://api.anthropic.com/v1/messages",
         raw,
-        {"content-type": "application/json", "x-api-key": key, "cookie": "sid=cookie-SECRET-987", "anthropic-version": "2023-06-01"},
+        {
+            "content-type": "application/json",
+            "x-api-key": key,
+            "cookie": "sid=cookie-SECRET-987",
+            "anthropic-version": "2023-06-01",
+        },
     )
     return tflow.tflow(req=req)
 
@@ -51,7 +62,9 @@ def run_request(rec, tr, flow):
 
 
 def run_stream(rec, tr, flow, events: list[bytes], gap: float = 0.0, end: bool = True) -> bytes:
-    flow.response = http.Response.make(200, b"", {"content-type": "text/event-stream; charset=utf-8", "set-cookie": "up=upstream-cookie-SECRET"})
+    flow.response = http.Response.make(
+        200, b"", {"content-type": "text/event-stream; charset=utf-8", "set-cookie": "up=upstream-cookie-SECRET"}
+    )
     flow.response.raw_content = None
     rec.before.responseheaders(flow)
     tr.responseheaders(flow)
@@ -105,7 +118,11 @@ def test_no_secret_reaches_the_file(chain, tmp_path):
     flow = client_flow()
     run_request(rec, tr, flow)
     # an upstream that echoes the key must not leak it either
-    events = [b'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"' + KEY.encode() + b'"},"finish_reason":null}]}\n\n']
+    events = [
+        b'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"'
+        + KEY.encode()
+        + b'"},"finish_reason":null}]}\n\n'
+    ]
     events += fu.chat_reply("text", "claude-x", True, True).events[1:]
     run_stream(rec, tr, flow, events)
     finish(rec, tr, flow)
@@ -183,7 +200,10 @@ def test_non_llm_flows_and_inactive_recorder_are_ignored(tmp_path):
 def test_sequence_numbers_and_session_folders(tmp_path):
     (tmp_path / "s").mkdir()
     assert store.new_session_dir(tmp_path, "s").name == "s-2"
-    assert store.exchange_filename(7, "anthropic", "to", "openai-chat", "a/b c") == "007-anthropic-to-openai-chat-a-b-c.json"
+    assert (
+        store.exchange_filename(7, "anthropic", "to", "openai-chat", "a/b c")
+        == "007-anthropic-to-openai-chat-a-b-c.json"
+    )
     assert store.exchange_filename(1) == "001-exchange.json"
 
 

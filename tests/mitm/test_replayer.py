@@ -24,7 +24,13 @@ from dragoman.record.model import Exchange
 from dragoman.record.model import HttpRequest
 from dragoman.record.model import HttpResponse
 
-BODY = {"model": "claude-x", "max_tokens": 64, "stream": True, "messages": [{"role": "user", "content": "hi"}], "metadata": {"user_id": "a"}}
+BODY = {
+    "model": "claude-x",
+    "max_tokens": 64,
+    "stream": True,
+    "messages": [{"role": "user", "content": "hi"}],
+    "metadata": {"user_id": "a"},
+}
 CHUNKS = [b"data: one\n\n", b"data: t", b"wo\n\n", b"data: [DONE]\n\n"]
 TIMES = [0.0, 0.1, 0.1, 0.25]
 
@@ -38,14 +44,22 @@ def write_session(folder: Path, truncated: bool = False) -> None:
         client_protocol="anthropic",
         upstream_protocol="openai-chat",
         client_request=HttpRequest(url="http://x/v1/messages", body=Body(json=BODY)),
-        upstream_response=HttpResponse(status=200, headers=[("content-type", "text/event-stream"), ("content-length", "9")], body=Body.of(b"".join(CHUNKS)), chunks=offsets, truncated=truncated),
+        upstream_response=HttpResponse(
+            status=200,
+            headers=[("content-type", "text/event-stream"), ("content-length", "9")],
+            body=Body.of(b"".join(CHUNKS)),
+            chunks=offsets,
+            truncated=truncated,
+        ),
     )
     store.write_atomic(folder / "001-a.json", ex.to_json())
     (folder / "expected.json").write_text("{}")  # not an exchange: skipped
 
 
 def client_flow(body: dict) -> http.HTTPFlow:
-    req = http.Request.make("POST", "https://api.anthropic.com/v1/messages", json.dumps(body).encode(), {"content-type": "application/json"})
+    req = http.Request.make(
+        "POST", "https://api.anthropic.com/v1/messages", json.dumps(body).encode(), {"content-type": "application/json"}
+    )
     return tflow.tflow(req=req)
 
 
@@ -78,7 +92,9 @@ def run(coro):
 
 async def fetch(port: int, token: str) -> tuple[bytes, list[tuple[bytes, float]]]:
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    writer.write(f"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\n{TOKEN_HEADER}: {token}\r\ncontent-length: 2\r\n\r\n{{}}".encode())
+    writer.write(
+        f"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\n{TOKEN_HEADER}: {token}\r\ncontent-length: 2\r\n\r\n{{}}".encode()
+    )
     await writer.drain()
     t0 = time.monotonic()
     head = await reader.readuntil(b"\r\n\r\n")

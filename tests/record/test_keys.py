@@ -7,7 +7,12 @@ from dragoman.record.keys import canonical
 from dragoman.record.keys import conversation_key
 from dragoman.record.keys import request_key
 
-A = {"model": "claude-x", "max_tokens": 64, "messages": [{"role": "user", "content": "Say hello."}], "metadata": {"user_id": "u1"}}
+A = {
+    "model": "claude-x",
+    "max_tokens": 64,
+    "messages": [{"role": "user", "content": "Say hello."}],
+    "metadata": {"user_id": "u1"},
+}
 
 
 def test_request_key_ignores_volatile_fields_and_key_order():
@@ -29,7 +34,11 @@ def test_canonical_removes_only_the_named_path():
 def test_conversation_key_matches_the_same_conversation_in_every_protocol():
     chat = {"model": "gpt-x", "max_tokens": 10, "messages": [{"role": "user", "content": "Say hello."}]}
     responses = {"model": "gpt-y", "input": "Say hello.", "max_output_tokens": 5}
-    keys = {conversation_key("anthropic", A), conversation_key("openai-chat", chat), conversation_key("openai-responses", responses)}
+    keys = {
+        conversation_key("anthropic", A),
+        conversation_key("openai-chat", chat),
+        conversation_key("openai-responses", responses),
+    }
     assert len(keys) == 1 and None not in keys
     assert conversation_key("openai-chat", dict(chat, stream=True)) not in keys  # stream or not matters
     assert conversation_key("openai-chat", dict(chat, messages=[{"role": "user", "content": "Bye."}])) not in keys
@@ -40,7 +49,10 @@ def test_conversation_key_with_tools_and_a_tool_loop():
     tools = [{"name": "get_weather", "description": "w", "input_schema": {"type": "object"}}]
     loop = [
         {"role": "user", "content": "Weather?"},
-        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "get_weather", "input": {"city": "Paris"}}]},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "t1", "name": "get_weather", "input": {"city": "Paris"}}],
+        },
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "sunny"}]},
     ]
     a = {"model": "m", "max_tokens": 9, "system": "Be brief.", "tools": tools, "messages": loop}
@@ -50,7 +62,17 @@ def test_conversation_key_with_tools_and_a_tool_loop():
         "messages": [
             {"role": "system", "content": "Be brief."},
             {"role": "user", "content": "Weather?"},
-            {"role": "assistant", "content": None, "tool_calls": [{"id": "c9", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "c9",
+                        "type": "function",
+                        "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+                    }
+                ],
+            },
             {"role": "tool", "tool_call_id": "c9", "content": "sunny"},
         ],
     }

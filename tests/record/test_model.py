@@ -47,7 +47,9 @@ def test_header_lookup_is_case_insensitive():
 def test_json_is_readable_and_round_trips():
     ex = Exchange(
         client_protocol="anthropic",
-        client_request=HttpRequest(url="http://h/v1/messages", headers=[("a", "1"), ("b", 'q"2')], body=Body(json={"k": 1})),
+        client_request=HttpRequest(
+            url="http://h/v1/messages", headers=[("a", "1"), ("b", 'q"2')], body=Body(json={"k": 1})
+        ),
         upstream_response=HttpResponse(status=200, body=Body.of(b"data: 1\n\n"), chunks=[(0, 0.0), (3, 0.012345)]),
     )
     text = ex.to_json()

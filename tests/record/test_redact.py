@@ -11,9 +11,21 @@ KEY = "sk-ant-SECRET-0123456789"
 def test_secret_headers_are_redacted_and_their_values_remembered():
     r = Redactor()
     out = r.headers(
-        [("Authorization", f"Bearer {KEY}"), ("x-api-key", KEY), ("Cookie", "sid=cookievalue123"), ("set-cookie", "a=b"), ("content-type", "x")]
+        [
+            ("Authorization", f"Bearer {KEY}"),
+            ("x-api-key", KEY),
+            ("Cookie", "sid=cookievalue123"),
+            ("set-cookie", "a=b"),
+            ("content-type", "x"),
+        ]
     )
-    assert out == [("Authorization", REDACTED), ("x-api-key", REDACTED), ("Cookie", REDACTED), ("set-cookie", REDACTED), ("content-type", "x")]
+    assert out == [
+        ("Authorization", REDACTED),
+        ("x-api-key", REDACTED),
+        ("Cookie", REDACTED),
+        ("set-cookie", REDACTED),
+        ("content-type", "x"),
+    ]
     assert KEY in r.secrets and "cookievalue123" in r.secrets
     assert "Bearer" not in r.secrets and "a=b" not in r.secrets  # too short to scrub elsewhere
 
@@ -23,7 +35,11 @@ def test_user_named_headers_fields_and_paths():
     assert r.headers([("x-org-token", "tok-abcdefgh")]) == [("x-org-token", REDACTED)]
     body = {"password": "p", "nested": [{"Password": "q"}], "metadata": {"user_id": "u", "other": 1}}
     out = r.json(body)
-    assert out == {"password": REDACTED, "nested": [{"Password": REDACTED}], "metadata": {"user_id": REDACTED, "other": 1}}
+    assert out == {
+        "password": REDACTED,
+        "nested": [{"Password": REDACTED}],
+        "metadata": {"user_id": REDACTED, "other": 1},
+    }
     assert body["password"] == "p"  # the input is not modified
     assert Redactor().json(body) is body
     assert Redactor(["a.b"]).json({"a": 1}) == {"a": 1}
@@ -31,7 +47,10 @@ def test_user_named_headers_fields_and_paths():
 
 def test_query_parameters():
     r = Redactor(["token"])
-    assert r.url("https://h/v1/x?key=abcdefghij&alt=sse&token=t") == f"https://h/v1/x?key={REDACTED}&alt=sse&token={REDACTED}"
+    assert (
+        r.url("https://h/v1/x?key=abcdefghij&alt=sse&token=t")
+        == f"https://h/v1/x?key={REDACTED}&alt=sse&token={REDACTED}"
+    )
     assert "abcdefghij" in r.secrets
     assert r.url("https://h/v1/x?alt=sse") == "https://h/v1/x?alt=sse"
     assert r.url("https://h/v1/x") == "https://h/v1/x"

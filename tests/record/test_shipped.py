@@ -26,9 +26,21 @@ from validators import anthropic as va
 from validators import chat as vc
 from validators import responses as vr
 
-STREAM = {Protocol.ANTHROPIC_MESSAGES: va.validate_stream, Protocol.OPENAI_CHAT: vc.validate_stream, Protocol.OPENAI_RESPONSES: vr.validate_stream}
-BODY = {Protocol.ANTHROPIC_MESSAGES: va.validate_message, Protocol.OPENAI_CHAT: vc.validate_completion, Protocol.OPENAI_RESPONSES: vr.validate_response}
-ERROR = {Protocol.ANTHROPIC_MESSAGES: va.validate_error_body, Protocol.OPENAI_CHAT: vc.validate_error_body, Protocol.OPENAI_RESPONSES: vr.validate_error_body}
+STREAM = {
+    Protocol.ANTHROPIC_MESSAGES: va.validate_stream,
+    Protocol.OPENAI_CHAT: vc.validate_stream,
+    Protocol.OPENAI_RESPONSES: vr.validate_stream,
+}
+BODY = {
+    Protocol.ANTHROPIC_MESSAGES: va.validate_message,
+    Protocol.OPENAI_CHAT: vc.validate_completion,
+    Protocol.OPENAI_RESPONSES: vr.validate_response,
+}
+ERROR = {
+    Protocol.ANTHROPIC_MESSAGES: va.validate_error_body,
+    Protocol.OPENAI_CHAT: vc.validate_error_body,
+    Protocol.OPENAI_RESPONSES: vr.validate_error_body,
+}
 
 
 @pytest.fixture(autouse=True)
@@ -81,7 +93,11 @@ def test_replay_translation_is_valid_for_every_client(path, ex, client):
     if b"error" in body and (summary.error is not None):
         return
     assert summary.text or summary.tool_calls or summary.thinking, "nothing came through"
-    if client is Protocol(ex.client_protocol) and ex.client_response is not None and ex.client_protocol != ex.upstream_protocol:
+    if (
+        client is Protocol(ex.client_protocol)
+        and ex.client_response is not None
+        and ex.client_protocol != ex.upstream_protocol
+    ):
         assert STREAM[client](ex.client_response.body.raw()).text == summary.text
 
 

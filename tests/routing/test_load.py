@@ -74,7 +74,10 @@ def test_key_values_never_show_in_repr():
         ("- a\n- b\n", "routes.yaml: expected a mapping with 'upstreams' and 'routes' at the top"),
         ("upstreams: []\nroutes: []\n", "routes.yaml line 1: upstreams: must be a non-empty list"),
         ("routes: []\n", "routes.yaml line 1: upstreams: missing: give a list of upstreams"),
-        ("upstream: []\n", "routes.yaml line 1: top level: unknown field 'upstream' (allowed: upstreams, routes, clients, limits)"),
+        (
+            "upstream: []\n",
+            "routes.yaml line 1: top level: unknown field 'upstream' (allowed: upstreams, routes, clients, limits)",
+        ),
     ],
 )
 def test_document_errors(text, message):
@@ -91,28 +94,54 @@ def replace(old: str, new: str) -> str:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        (replace("protocol: anthropic", "protocol: gemini"),
-         "routes.yaml line 7: upstreams[1] (claude): unknown protocol 'gemini' (allowed: anthropic, openai-chat, openai-responses)"),
-        (replace("base_url: https://api.anthropic.com", "base_url: ftp://x"),
-         "routes.yaml line 8: upstreams[1] (claude): bad base_url 'ftp://x': scheme must be http or https, got 'ftp'"),
-        (replace("env:KEY_B", "env:MISSING_VAR"),
-         "routes.yaml line 5: upstreams[0] (deepseek).keys[1]: environment variable MISSING_VAR is not set or empty"),
-        (replace("to: [deepseek/deepseek-chat]", "to: [deepsek/deepseek-chat]"),
-         "routes.yaml line 15: routes[0] (match 'claude-haiku-*').to[0]: unknown upstream 'deepsek' (upstreams: deepseek, claude, openrouter)"),
-        (replace("to: [deepseek/deepseek-chat]", "to: []"),
-         "routes.yaml line 15: routes[0] (match 'claude-haiku-*'): 'to' must be a non-empty list"),
-        (replace("to: [deepseek/deepseek-chat]", "to: [deepseek/]"),
-         "routes.yaml line 15: routes[0] (match 'claude-haiku-*').to[0]: empty model after '/'"),
-        (replace("  - name: claude\n", "  - name: deepseek\n"),
-         "routes.yaml line 6: upstreams[1] (deepseek): duplicate upstream name"),
-        (replace("  - name: claude\n", "  - name: a/b\n"),
-         "routes.yaml line 6: upstreams[1] (a/b): an upstream name cannot contain '/'"),
-        (replace("    keys: [literal-key]\n", "    key: literal-key\n"),
-         "routes.yaml line 12: upstreams[2]: unknown field 'key' (allowed: name, protocol, base_url, keys)"),
-        (replace("max_attempts: 3", "max_attempts: 0"), "routes.yaml line 25: limits.max_attempts: must be an integer >= 1"),
-        (replace("deadline: 30", "deadline: -1"), "routes.yaml line 26: limits.deadline: must be a number of seconds > 0"),
-        (replace("key: env:KEY_A\n", "key: env:NOPE\n"),
-         "routes.yaml line 22: clients[0] (alice): key: environment variable NOPE is not set or empty"),
+        (
+            replace("protocol: anthropic", "protocol: gemini"),
+            "routes.yaml line 7: upstreams[1] (claude): unknown protocol 'gemini' (allowed: anthropic, openai-chat, openai-responses)",
+        ),
+        (
+            replace("base_url: https://api.anthropic.com", "base_url: ftp://x"),
+            "routes.yaml line 8: upstreams[1] (claude): bad base_url 'ftp://x': scheme must be http or https, got 'ftp'",
+        ),
+        (
+            replace("env:KEY_B", "env:MISSING_VAR"),
+            "routes.yaml line 5: upstreams[0] (deepseek).keys[1]: environment variable MISSING_VAR is not set or empty",
+        ),
+        (
+            replace("to: [deepseek/deepseek-chat]", "to: [deepsek/deepseek-chat]"),
+            "routes.yaml line 15: routes[0] (match 'claude-haiku-*').to[0]: unknown upstream 'deepsek' (upstreams: deepseek, claude, openrouter)",
+        ),
+        (
+            replace("to: [deepseek/deepseek-chat]", "to: []"),
+            "routes.yaml line 15: routes[0] (match 'claude-haiku-*'): 'to' must be a non-empty list",
+        ),
+        (
+            replace("to: [deepseek/deepseek-chat]", "to: [deepseek/]"),
+            "routes.yaml line 15: routes[0] (match 'claude-haiku-*').to[0]: empty model after '/'",
+        ),
+        (
+            replace("  - name: claude\n", "  - name: deepseek\n"),
+            "routes.yaml line 6: upstreams[1] (deepseek): duplicate upstream name",
+        ),
+        (
+            replace("  - name: claude\n", "  - name: a/b\n"),
+            "routes.yaml line 6: upstreams[1] (a/b): an upstream name cannot contain '/'",
+        ),
+        (
+            replace("    keys: [literal-key]\n", "    key: literal-key\n"),
+            "routes.yaml line 12: upstreams[2]: unknown field 'key' (allowed: name, protocol, base_url, keys)",
+        ),
+        (
+            replace("max_attempts: 3", "max_attempts: 0"),
+            "routes.yaml line 25: limits.max_attempts: must be an integer >= 1",
+        ),
+        (
+            replace("deadline: 30", "deadline: -1"),
+            "routes.yaml line 26: limits.deadline: must be a number of seconds > 0",
+        ),
+        (
+            replace("key: env:KEY_A\n", "key: env:NOPE\n"),
+            "routes.yaml line 22: clients[0] (alice): key: environment variable NOPE is not set or empty",
+        ),
     ],
 )
 def test_entry_errors_name_file_line_and_entry(text, message):

@@ -104,7 +104,10 @@ _text = st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_c
 
 @settings(max_examples=150, deadline=None)
 @given(
-    events=st.lists(st.tuples(st.one_of(st.none(), _text.filter(lambda s: ":" not in s)), st.lists(_text, min_size=1, max_size=3)), max_size=6),
+    events=st.lists(
+        st.tuples(st.one_of(st.none(), _text.filter(lambda s: ":" not in s)), st.lists(_text, min_size=1, max_size=3)),
+        max_size=6,
+    ),
     eol=st.sampled_from(["\n", "\r\n", "\r"]),
     cuts=st.lists(st.integers(min_value=0, max_value=2000), max_size=12),
 )
@@ -142,7 +145,7 @@ def bytewise(data: bytes) -> list[SSEEvent]:
         ([b"event: a\ndata: x\n\n"], [SSEEvent(data="x", event="a")]),
         ([b"data: x\n\n"], [SSEEvent(data="x")]),
         ([b"event: \ndata: \n\n"], [SSEEvent(data="", event="")]),
-        ([b"event: a:b\ndata: {\"k\": 1}\n\n"], [SSEEvent(data='{"k": 1}', event="a:b")]),
+        ([b'event: a:b\ndata: {"k": 1}\n\n'], [SSEEvent(data='{"k": 1}', event="a:b")]),
         # id persists, retry belongs to the next dispatched event only
         ([b"id: 5\n\n", b"data: a\n\n", b"data: b\n\n"], [SSEEvent(data="a", id="5"), SSEEvent(data="b", id="5")]),
         ([b"retry: 10\n\n", b"data: a\n\n", b"data: b\n\n"], [SSEEvent(data="a", retry=10), SSEEvent(data="b")]),

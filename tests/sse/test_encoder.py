@@ -35,7 +35,10 @@ def test_encode_exact_bytes():
 
 
 def test_encode_json():
-    assert encode_json("message_stop", {"type": "message_stop"}) == b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
+    assert (
+        encode_json("message_stop", {"type": "message_stop"})
+        == b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
+    )
     assert encode_json(None, {"a": "x\ny"}) == b'data: {"a":"x\\ny"}\n\n'
     assert roundtrip(encode_json("e", {"t": "é"})) == [SSEEvent(data='{"t":"é"}', event="e")]
 

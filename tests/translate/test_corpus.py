@@ -37,11 +37,27 @@ from validators import anthropic as va
 from validators import chat as vc
 from validators import responses as vr
 
-P = {"anthropic": Protocol.ANTHROPIC_MESSAGES, "openai-chat": Protocol.OPENAI_CHAT, "openai-responses": Protocol.OPENAI_RESPONSES}
+P = {
+    "anthropic": Protocol.ANTHROPIC_MESSAGES,
+    "openai-chat": Protocol.OPENAI_CHAT,
+    "openai-responses": Protocol.OPENAI_RESPONSES,
+}
 SHORT = {Protocol.ANTHROPIC_MESSAGES: "anthropic", Protocol.OPENAI_CHAT: "chat", Protocol.OPENAI_RESPONSES: "responses"}
-STREAM_VALIDATOR = {Protocol.ANTHROPIC_MESSAGES: va.validate_stream, Protocol.OPENAI_CHAT: vc.validate_stream, Protocol.OPENAI_RESPONSES: vr.validate_stream}
-BODY_VALIDATOR = {Protocol.ANTHROPIC_MESSAGES: va.validate_message, Protocol.OPENAI_CHAT: vc.validate_completion, Protocol.OPENAI_RESPONSES: vr.validate_response}
-ERROR_VALIDATOR = {Protocol.ANTHROPIC_MESSAGES: va.validate_error_body, Protocol.OPENAI_CHAT: vc.validate_error_body, Protocol.OPENAI_RESPONSES: vr.validate_error_body}
+STREAM_VALIDATOR = {
+    Protocol.ANTHROPIC_MESSAGES: va.validate_stream,
+    Protocol.OPENAI_CHAT: vc.validate_stream,
+    Protocol.OPENAI_RESPONSES: vr.validate_stream,
+}
+BODY_VALIDATOR = {
+    Protocol.ANTHROPIC_MESSAGES: va.validate_message,
+    Protocol.OPENAI_CHAT: vc.validate_completion,
+    Protocol.OPENAI_RESPONSES: vr.validate_response,
+}
+ERROR_VALIDATOR = {
+    Protocol.ANTHROPIC_MESSAGES: va.validate_error_body,
+    Protocol.OPENAI_CHAT: vc.validate_error_body,
+    Protocol.OPENAI_RESPONSES: vr.validate_error_body,
+}
 
 #: bytewise chunking of big streams costs minutes; random/UTF-8/CR splits still run for all
 BYTEWISE_LIMIT = 60_000
@@ -72,11 +88,30 @@ def canonical_stop(s: Summary, proto: Protocol) -> str | None:
     if r is None:
         return None
     if proto is Protocol.ANTHROPIC_MESSAGES:
-        c = {"end_turn": "end", "stop_sequence": "end", "pause_turn": "end", "max_tokens": "length", "tool_use": "tool", "refusal": "refusal", "model_context_window_exceeded": "length"}[r]
+        c = {
+            "end_turn": "end",
+            "stop_sequence": "end",
+            "pause_turn": "end",
+            "max_tokens": "length",
+            "tool_use": "tool",
+            "refusal": "refusal",
+            "model_context_window_exceeded": "length",
+        }[r]
     elif proto is Protocol.OPENAI_CHAT:
-        c = {"stop": "end", "length": "length", "tool_calls": "tool", "function_call": "tool", "content_filter": "refusal"}[r]
+        c = {
+            "stop": "end",
+            "length": "length",
+            "tool_calls": "tool",
+            "function_call": "tool",
+            "content_filter": "refusal",
+        }[r]
     else:
-        c = {"completed": "end", "failed": "error", "incomplete:max_output_tokens": "length", "incomplete:content_filter": "refusal"}.get(r, "other")
+        c = {
+            "completed": "end",
+            "failed": "error",
+            "incomplete:max_output_tokens": "length",
+            "incomplete:content_filter": "refusal",
+        }.get(r, "other")
     if c == "end" and s.tool_calls:
         c = "tool"  # Responses has no tool stop; Chat providers sometimes say "stop" after tool calls
     if c == "end" and s.refusal:
@@ -195,7 +230,9 @@ def test_stream(case: StreamCase, q: Protocol):
 BODY_CASES = [(s, q) for s in samples(stream=False, ok=True) for q in Protocol if q is not P[s.protocol]]
 
 
-@pytest.mark.parametrize("sample,q", [pytest.param(s, q, id=f"{s.name}->{SHORT[q]}", marks=_mark(s.name, q)) for s, q in BODY_CASES])
+@pytest.mark.parametrize(
+    "sample,q", [pytest.param(s, q, id=f"{s.name}->{SHORT[q]}", marks=_mark(s.name, q)) for s, q in BODY_CASES]
+)
 def test_body(sample: Sample, q: Protocol):
     p = P[sample.protocol]
     _codec(p), _codec(q)
@@ -210,7 +247,9 @@ def test_body(sample: Sample, q: Protocol):
 ERROR_CASES = [(s, q) for s in samples(ok=False) for q in Protocol if q is not P[s.protocol]]
 
 
-@pytest.mark.parametrize("sample,q", [pytest.param(s, q, id=f"{s.name}->{SHORT[q]}", marks=_mark(s.name, q)) for s, q in ERROR_CASES])
+@pytest.mark.parametrize(
+    "sample,q", [pytest.param(s, q, id=f"{s.name}->{SHORT[q]}", marks=_mark(s.name, q)) for s, q in ERROR_CASES]
+)
 def test_error_body(sample: Sample, q: Protocol):
     p = P[sample.protocol]
     _codec(p), _codec(q)

@@ -71,7 +71,9 @@ def test_chat_upstream_comments_mid_stream(client, comment):
     assert "comment" not in seq or client is not A
     # they sit where the upstream sent them: before the content of the third upstream event
     plain = translate(C, client, b"".join(CHAT))
-    assert len(out) - len(plain) == 3 * len(b": keepalive\n\n" if client is not A else b'event: ping\ndata: {"type":"ping"}\n\n')
+    assert len(out) - len(plain) == 3 * len(
+        b": keepalive\n\n" if client is not A else b'event: ping\ndata: {"type":"ping"}\n\n'
+    )
 
 
 @pytest.mark.parametrize("client", [A, R])

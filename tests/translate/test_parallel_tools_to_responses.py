@@ -16,7 +16,7 @@ import pytest
 from conftest import chunkings
 from conftest import run_stream
 from corpus_loader import samples
-from dragoman import fake_upstream as fu
+from dragoman import demo as fu
 from dragoman.ir.events import BlockKind
 from dragoman.ir.events import BlockStart
 from dragoman.ir.events import BlockStop

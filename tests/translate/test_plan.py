@@ -10,7 +10,10 @@ from dragoman.translate.plan import parse_model_map
 
 
 def test_parse():
-    assert parse_model_map([" claude-*=gpt-5 ", "gpt-4o"]) == [ModelRule("claude-*", "gpt-5"), ModelRule(None, "gpt-4o")]
+    assert parse_model_map([" claude-*=gpt-5 ", "gpt-4o"]) == [
+        ModelRule("claude-*", "gpt-5"),
+        ModelRule(None, "gpt-4o"),
+    ]
     assert parse_model_map([]) == []
 
 

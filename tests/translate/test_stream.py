@@ -136,7 +136,9 @@ def test_ended_early_on_close():
     tr, enc = make()
     tr.feed(b"data: start\n\ndata: t:x\n\n")
     out = tr.close()
-    assert out.startswith(b"ERROR[upstream_protocol:502:upstream stream ended before its terminal event (in phase STREAMING)")
+    assert out.startswith(
+        b"ERROR[upstream_protocol:502:upstream stream ended before its terminal event (in phase STREAMING)"
+    )
     assert tr.phase is Phase.CLOSED and enc.closed == 0 and len(enc.errors) == 1
 
 

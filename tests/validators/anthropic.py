@@ -26,7 +26,15 @@ from validators import need
 from validators import parse_json_object
 from validators.sse import parse_sse
 
-STOP_REASONS = {"end_turn", "max_tokens", "stop_sequence", "tool_use", "pause_turn", "refusal", "model_context_window_exceeded"}
+STOP_REASONS = {
+    "end_turn",
+    "max_tokens",
+    "stop_sequence",
+    "tool_use",
+    "pause_turn",
+    "refusal",
+    "model_context_window_exceeded",
+}
 TOOL_BLOCKS = {"tool_use", "server_tool_use", "mcp_tool_use"}
 # provider-side result blocks: complete in content_block_start, no deltas
 RESULT_BLOCK_SUFFIXES = ("_tool_result", "_tool_result_error")
@@ -125,7 +133,10 @@ def validate_stream(data: bytes, *, strict: bool = True) -> Summary:
             need(m.get("type") == "message", f"{where}: message.type must be 'message'")
             need(m.get("role") == "assistant", f"{where}: message.role must be 'assistant'")
             need(isinstance(m.get("model"), str), f"{where}: message.model must be a string")
-            need(m.get("content") == [], f"{where}: message.content must be [] in message_start, got {m.get('content')!r}")
+            need(
+                m.get("content") == [],
+                f"{where}: message.content must be [] in message_start, got {m.get('content')!r}",
+            )
             _check_usage(m.get("usage"), where)
             s.id, s.model = m["id"], m["model"]
             s.usage = dict(m["usage"])
@@ -135,17 +146,25 @@ def validate_stream(data: bytes, *, strict: bool = True) -> Summary:
             raise AssertionError(f"{where}: duplicate message_start")
         if t == "content_block_start":
             need(phase == "blocks", f"{where}: content_block_start after message_delta")
-            need(open_idx is None, f"{where}: content_block_start while block {open_idx} is still open (no interleaving)")
+            need(
+                open_idx is None, f"{where}: content_block_start while block {open_idx} is still open (no interleaving)"
+            )
             idx = obj.get("index")
             need(idx == next_index, f"{where}: block index {idx!r}, expected {next_index} (contiguous from 0)")
             cb = obj.get("content_block")
-            need(isinstance(cb, dict) and isinstance(cb.get("type"), str), f"{where}: content_block must be an object with a type")
+            need(
+                isinstance(cb, dict) and isinstance(cb.get("type"), str),
+                f"{where}: content_block must be an object with a type",
+            )
             open_type = cb["type"]
             open_kind = _block_kind(open_type)
             open_idx, next_index = idx, next_index + 1
             json_buf, has_sig, tool = [], False, {}
             if open_kind == "text":
-                need(cb.get("text") == "", f"{where}: text block must start with text \"\" (clients ignore text here), got {cb.get('text')!r}")
+                need(
+                    cb.get("text") == "",
+                    f'{where}: text block must start with text "" (clients ignore text here), got {cb.get("text")!r}',
+                )
             elif open_kind == "thinking":
                 need(cb.get("thinking", "") == "", f"{where}: thinking block must start empty")
             elif open_kind == "redacted_thinking":
@@ -154,7 +173,10 @@ def validate_stream(data: bytes, *, strict: bool = True) -> Summary:
             elif open_kind in TOOL_BLOCKS:
                 need(isinstance(cb.get("id"), str) and cb["id"], f"{where}: {open_type} needs a non-empty id")
                 need(isinstance(cb.get("name"), str) and cb["name"], f"{where}: {open_type} needs a non-empty name")
-                need(cb.get("input") in ({}, None), f"{where}: {open_type} input must be {{}} at start, got {cb.get('input')!r}")
+                need(
+                    cb.get("input") in ({}, None),
+                    f"{where}: {open_type} input must be {{}} at start, got {cb.get('input')!r}",
+                )
                 tool = cb
             else:
                 s.server_tools.append(open_type)
@@ -178,7 +200,10 @@ def validate_stream(data: bytes, *, strict: bool = True) -> Summary:
                 need(not has_sig, f"{where}: thinking_delta after signature_delta")
                 s.thinking += d["thinking"]
             elif dt == "signature_delta":
-                need(isinstance(d.get("signature"), str) and d["signature"], f"{where}: signature_delta.signature must be non-empty")
+                need(
+                    isinstance(d.get("signature"), str) and d["signature"],
+                    f"{where}: signature_delta.signature must be non-empty",
+                )
                 need(not has_sig, f"{where}: second signature_delta in one thinking block")
                 has_sig = True
                 s.signatures.append(d["signature"])
@@ -214,7 +239,10 @@ def validate_stream(data: bytes, *, strict: bool = True) -> Summary:
             need(open_idx is None, f"{where}: message_delta while block {open_idx} is open")
             need(sr in STOP_REASONS, f"{where}: stop_reason {sr!r} not in {sorted(STOP_REASONS)}")
             u = obj.get("usage")
-            need(isinstance(u, dict) and is_int(u.get("output_tokens")), f"{where}: message_delta.usage.output_tokens must be an int")
+            need(
+                isinstance(u, dict) and is_int(u.get("output_tokens")),
+                f"{where}: message_delta.usage.output_tokens must be an int",
+            )
             s.stop_reason = sr
             if sr != "max_tokens":  # a tool input cut by the token limit may be unfinished JSON
                 for what, args in pending_args:
@@ -228,7 +256,10 @@ def validate_stream(data: bytes, *, strict: bool = True) -> Summary:
             continue
         raise AssertionError(f"{where}: unknown event type {t!r}")
     if phase != "error":
-        need(phase == "stopped", f"anthropic stream ended in phase {phase!r} without message_stop or error (block {open_idx} open)")
+        need(
+            phase == "stopped",
+            f"anthropic stream ended in phase {phase!r} without message_stop or error (block {open_idx} open)",
+        )
     return s
 
 
@@ -254,7 +285,9 @@ def validate_message(body: bytes | str | dict, *, strict: bool = True) -> Summar
             s.text += b["text"]
         elif kind == "thinking":
             need(isinstance(b.get("thinking"), str), f"{where}: thinking must be a string")
-            need(isinstance(b.get("signature"), str) and b["signature"], f"{where}: thinking needs a non-empty signature")
+            need(
+                isinstance(b.get("signature"), str) and b["signature"], f"{where}: thinking needs a non-empty signature"
+            )
             s.thinking += b["thinking"]
             s.signatures.append(b["signature"])
         elif kind == "redacted_thinking":

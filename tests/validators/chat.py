@@ -88,9 +88,15 @@ def validate_stream(data: bytes, *, strict: bool = True) -> Summary:
                     s.usage = obj["usage"]
                 s.error = dict(s.error)
                 continue
-            need(set(obj) == {"error"} or not strict, f"{where}: an error chunk carries only 'error', got keys {sorted(obj)}")
+            need(
+                set(obj) == {"error"} or not strict,
+                f"{where}: an error chunk carries only 'error', got keys {sorted(obj)}",
+            )
             continue
-        need(obj.get("object") == "chat.completion.chunk", f"{where}: object must be 'chat.completion.chunk', got {obj.get('object')!r}")
+        need(
+            obj.get("object") == "chat.completion.chunk",
+            f"{where}: object must be 'chat.completion.chunk', got {obj.get('object')!r}",
+        )
         need(isinstance(obj.get("id"), str) and obj["id"], f"{where}: id must be a non-empty string")
         if s.id is None:
             s.id = obj["id"]
@@ -112,7 +118,10 @@ def validate_stream(data: bytes, *, strict: bool = True) -> Summary:
             need(obj.get("usage") is not None or not strict, f"{where}: a chunk with choices: [] must carry usage")
             continue
         need(len(choices) == 1 or not strict, f"{where}: exactly one choice expected, got {len(choices)}")
-        need(all(isinstance(c, dict) and is_int(c.get("index")) for c in choices), f"{where}: choices[].index must be an int")
+        need(
+            all(isinstance(c, dict) and is_int(c.get("index")) for c in choices),
+            f"{where}: choices[].index must be an int",
+        )
         need(choices[0]["index"] == 0 or not strict, f"{where}: choice index must be 0")
         ch = next((c for c in choices if c["index"] == 0), None)
         if ch is None:
@@ -123,7 +132,10 @@ def validate_stream(data: bytes, *, strict: bool = True) -> Summary:
         d = ch.get("delta")
         need(isinstance(d, dict), f"{where}: choice.delta must be an object")
         if first:
-            need(d.get("role") == "assistant", f"{where}: first chunk's delta.role must be 'assistant', got {d.get('role')!r}")
+            need(
+                d.get("role") == "assistant",
+                f"{where}: first chunk's delta.role must be 'assistant', got {d.get('role')!r}",
+            )
             first = False
         elif d.get("role") is not None and strict:
             need(d["role"] == "assistant", f"{where}: delta.role must be 'assistant'")
@@ -163,7 +175,10 @@ def validate_stream(data: bytes, *, strict: bool = True) -> Summary:
                         need(idx == len(tools), f"{where}: new tool call index {idx}, expected {len(tools)}")
                     need(isinstance(tc.get("id"), str) and tc["id"], f"{where}: new tool call {idx} must carry an id")
                     need(tc.get("type") == "function", f"{where}: new tool call {idx} must carry type 'function'")
-                    need(isinstance(fn.get("name"), str) and fn["name"], f"{where}: new tool call {idx} must carry function.name")
+                    need(
+                        isinstance(fn.get("name"), str) and fn["name"],
+                        f"{where}: new tool call {idx} must carry function.name",
+                    )
                     tools[idx] = [tc["id"], fn["name"], []]
                     order.append(idx)
                 else:
@@ -223,7 +238,10 @@ def validate_completion(body: bytes | str | dict, *, strict: bool = True) -> Sum
         need(isinstance(tc.get("id"), str) and tc["id"], f"tool_calls[{i}].id must be non-empty")
         need(tc.get("type") == "function", f"tool_calls[{i}].type must be 'function'")
         fn = tc.get("function")
-        need(isinstance(fn, dict) and isinstance(fn.get("name"), str) and fn["name"], f"tool_calls[{i}].function.name required")
+        need(
+            isinstance(fn, dict) and isinstance(fn.get("name"), str) and fn["name"],
+            f"tool_calls[{i}].function.name required",
+        )
         need(isinstance(fn.get("arguments"), str), f"tool_calls[{i}].function.arguments must be a string")
         if c["finish_reason"] != "length":
             parse_json_object(fn["arguments"], f"tool_calls[{i}] {fn['name']!r}")

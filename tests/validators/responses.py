@@ -183,7 +183,10 @@ def _collect_item(s: Summary, item: dict[str, Any], where: str, strict: bool) ->
     elif t == "reasoning":
         need(isinstance(item.get("summary"), list), f"{where}: reasoning.summary must be a list")
         # summary parts are separate paragraphs to a reader: joined with a blank line
-        texts = ["\n\n".join(p.get("text", "") for p in item["summary"]), "".join(p.get("text", "") for p in item.get("content") or [])]
+        texts = [
+            "\n\n".join(p.get("text", "") for p in item["summary"]),
+            "".join(p.get("text", "") for p in item.get("content") or []),
+        ]
         s.thinking += "\n\n".join(t for t in texts if t)
         enc = item.get("encrypted_content")
         if enc:
@@ -219,7 +222,10 @@ def validate_stream(data: bytes, *, strict: bool = True) -> Summary:
         if f.event is not None or strict:
             need(f.event == t, f"{where}: event: line {f.event!r} does not match data.type")
         if "sequence_number" in obj or strict:
-            need(obj.get("sequence_number") == seq, f"{where}: sequence_number {obj.get('sequence_number')!r}, expected {seq}")
+            need(
+                obj.get("sequence_number") == seq,
+                f"{where}: sequence_number {obj.get('sequence_number')!r}, expected {seq}",
+            )
         seq += 1
         if phase == "error":
             need(t == "response.failed", f"{where}: only response.failed may follow an error event, got {t}")
@@ -253,7 +259,11 @@ def validate_stream(data: bytes, *, strict: bool = True) -> Summary:
         if t in TERMINAL:
             if phase == "error":
                 need(t == "response.failed", f"{where}: an error event must be followed by response.failed")
-            status = {"response.completed": "completed", "response.incomplete": "incomplete", "response.failed": "failed"}[t]
+            status = {
+                "response.completed": "completed",
+                "response.incomplete": "incomplete",
+                "response.failed": "failed",
+            }[t]
             r = _check_response(obj.get("response"), where, {status})
             need(s.id is None or r["id"] == s.id, f"{where}: response id changed")
             if status != "failed" or strict:
@@ -264,7 +274,10 @@ def validate_stream(data: bytes, *, strict: bool = True) -> Summary:
             if not strict:  # OpenRouter gives the terminal object's items fresh "*_tmp_*" ids
                 for o in got + want:
                     o.pop("id")
-            need(got == want, f"{where}: response.output differs from the items as done:\n{json.dumps(got)[:600]}\nvs\n{json.dumps(want)[:600]}")
+            need(
+                got == want,
+                f"{where}: response.output differs from the items as done:\n{json.dumps(got)[:600]}\nvs\n{json.dumps(want)[:600]}",
+            )
             for i, it in enumerate(r["output"]):
                 _collect_item(s, it, f"{where} output[{i}]", strict)
             if status == "completed":
@@ -275,7 +288,10 @@ def validate_stream(data: bytes, *, strict: bool = True) -> Summary:
                         parse_json_object(tc.arguments, f"{where}: function_call {tc.name!r}")
             elif status == "incomplete":
                 det = r.get("incomplete_details")
-                need(isinstance(det, dict) and isinstance(det.get("reason"), str), f"{where}: incomplete_details.reason required")
+                need(
+                    isinstance(det, dict) and isinstance(det.get("reason"), str),
+                    f"{where}: incomplete_details.reason required",
+                )
                 s.stop_reason = f"incomplete:{det['reason']}"
                 if r.get("usage") is not None:
                     _check_usage(r["usage"], where)
@@ -283,7 +299,10 @@ def validate_stream(data: bytes, *, strict: bool = True) -> Summary:
                 s.stop_reason = "failed"
                 e = r.get("error")
                 if s.error is None:
-                    need(isinstance(e, dict) and isinstance(e.get("message"), str), f"{where}: response.failed needs response.error.message")
+                    need(
+                        isinstance(e, dict) and isinstance(e.get("message"), str),
+                        f"{where}: response.failed needs response.error.message",
+                    )
                     s.error = {"code": e.get("code"), "message": e["message"]}
             s.usage = dict(r.get("usage") or {})
             phase = "terminal"
@@ -292,12 +311,18 @@ def validate_stream(data: bytes, *, strict: bool = True) -> Summary:
         if t == "response.output_item.added":
             oi = obj.get("output_index")
             item = obj.get("item")
-            need(isinstance(item, dict) and isinstance(item.get("type"), str), f"{where}: item must be an object with a type")
+            need(
+                isinstance(item, dict) and isinstance(item.get("type"), str),
+                f"{where}: item must be an object with a type",
+            )
             need(isinstance(item.get("id"), str) and item["id"], f"{where}: item.id must be a non-empty string")
             need(item["id"] not in items, f"{where}: duplicate item id {item['id']}")
             if strict:  # the API streams items one after another (LangChain keys on output_index changes)
                 open_items = [o.id for o in order if o.done is None]
-                need(not open_items, f"{where}: item {item['id']} added while item {open_items[0] if open_items else ''} is still open (overlapping output items)")
+                need(
+                    not open_items,
+                    f"{where}: item {item['id']} added while item {open_items[0] if open_items else ''} is still open (overlapping output items)",
+                )
             if strict:
                 need(oi == len(order), f"{where}: output_index {oi!r}, expected {len(order)}")
             else:
@@ -305,12 +330,21 @@ def validate_stream(data: bytes, *, strict: bool = True) -> Summary:
             it = _Item(item["id"], oi, item["type"], item)
             if strict:
                 if it.type == "message":
-                    need(item.get("content") == [] and item.get("role") == "assistant", f"{where}: message item must start with role assistant and content []")
+                    need(
+                        item.get("content") == [] and item.get("role") == "assistant",
+                        f"{where}: message item must start with role assistant and content []",
+                    )
                 elif it.type == "function_call":
-                    need(bool(item.get("call_id")) and bool(item.get("name")), f"{where}: function_call needs call_id and name when added")
-                    need(item.get("arguments") == "", f"{where}: function_call arguments must be \"\" when added")
+                    need(
+                        bool(item.get("call_id")) and bool(item.get("name")),
+                        f"{where}: function_call needs call_id and name when added",
+                    )
+                    need(item.get("arguments") == "", f'{where}: function_call arguments must be "" when added')
                 elif it.type == "custom_tool_call":
-                    need(bool(item.get("call_id")) and bool(item.get("name")), f"{where}: custom_tool_call needs call_id and name when added")
+                    need(
+                        bool(item.get("call_id")) and bool(item.get("name")),
+                        f"{where}: custom_tool_call needs call_id and name when added",
+                    )
                 elif it.type == "reasoning":
                     need(item.get("summary") == [], f"{where}: reasoning item must start with summary []")
             items[it.id] = it
@@ -323,7 +357,10 @@ def validate_stream(data: bytes, *, strict: bool = True) -> Summary:
             it = items.get(item.get("id"))
             need(it is not None, f"{where}: item {item.get('id')!r} was never added")
             need(it.done is None, f"{where}: item {it.id} done twice")
-            need(obj.get("output_index") == it.output_index, f"{where}: output_index {obj.get('output_index')!r} != {it.output_index}")
+            need(
+                obj.get("output_index") == it.output_index,
+                f"{where}: output_index {obj.get('output_index')!r} != {it.output_index}",
+            )
             need(item.get("type") == it.type, f"{where}: item type changed from {it.type} to {item.get('type')}")
             _check_item_done(it, item, where, strict)
             it.done = item
@@ -331,7 +368,10 @@ def validate_stream(data: bytes, *, strict: bool = True) -> Summary:
         if t in ITEM_EVENTS or t.startswith(HOSTED_PREFIXES):
             it = items.get(obj.get("item_id"))
             need(it is not None, f"{where}: item_id {obj.get('item_id')!r} was never added")
-            need(obj.get("output_index") == it.output_index, f"{where}: output_index {obj.get('output_index')!r} != {it.output_index} of {it.id}")
+            need(
+                obj.get("output_index") == it.output_index,
+                f"{where}: output_index {obj.get('output_index')!r} != {it.output_index} of {it.id}",
+            )
             late_ok = not strict and t == "response.reasoning_text.done"
             if not t.startswith(HOSTED_PREFIXES) and not late_ok:
                 need(it.done is None, f"{where}: event for item {it.id} after its output_item.done")
@@ -353,7 +393,10 @@ def _part(parts: list[_Part], idx: Any, where: str, what: str) -> _Part:
 def _item_event(s: Summary, it: _Item, t: str, obj: dict[str, Any], where: str, strict: bool) -> str:
     if t == "response.content_part.added":
         need(it.type in ("message", "reasoning"), f"{where}: content part on a {it.type} item")
-        need(obj.get("content_index") == len(it.parts), f"{where}: content_index {obj.get('content_index')!r}, expected {len(it.parts)}")
+        need(
+            obj.get("content_index") == len(it.parts),
+            f"{where}: content_index {obj.get('content_index')!r}, expected {len(it.parts)}",
+        )
         p = obj.get("part")
         need(isinstance(p, dict) and isinstance(p.get("type"), str), f"{where}: part must be an object with a type")
         if strict:
@@ -402,7 +445,10 @@ def _item_event(s: Summary, it: _Item, t: str, obj: dict[str, Any], where: str, 
         it.args_done = obj["input"]
     elif t == "response.reasoning_summary_part.added":
         need(it.type == "reasoning", f"{where}: summary part on a {it.type} item")
-        need(obj.get("summary_index") == len(it.summary), f"{where}: summary_index {obj.get('summary_index')!r}, expected {len(it.summary)}")
+        need(
+            obj.get("summary_index") == len(it.summary),
+            f"{where}: summary_index {obj.get('summary_index')!r}, expected {len(it.summary)}",
+        )
         need(all(p.done for p in it.summary), f"{where}: summary part added while another is open")
         it.summary.append(_Part("summary_text"))
     elif t == "response.reasoning_summary_text.delta":
@@ -431,7 +477,10 @@ def _check_item_done(it: _Item, item: dict[str, Any], where: str, strict: bool) 
         need(p.done, f"{where}: item {it.id} done with an open summary part")
     if it.type == "message":
         content = item.get("content")
-        need(isinstance(content, list) and len(content) == len(it.parts), f"{where}: message content has {len(content or [])} parts, {len(it.parts)} were streamed")
+        need(
+            isinstance(content, list) and len(content) == len(it.parts),
+            f"{where}: message content has {len(content or [])} parts, {len(it.parts)} were streamed",
+        )
         for i, (p, c) in enumerate(zip(it.parts, content)):
             need(c.get("type") == p.type, f"{where}: content[{i}] type {c.get('type')!r} != streamed {p.type!r}")
             got = c.get("refusal") if p.type == "refusal" else c.get("text")
@@ -449,7 +498,10 @@ def _check_item_done(it: _Item, item: dict[str, Any], where: str, strict: bool) 
         summ = item.get("summary")
         need(isinstance(summ, list), f"{where}: reasoning.summary must be a list")
         if it.summary:
-            need([p.get("text") for p in summ] == [p.text for p in it.summary], f"{where}: reasoning summary differs from the streamed deltas")
+            need(
+                [p.get("text") for p in summ] == [p.text for p in it.summary],
+                f"{where}: reasoning summary differs from the streamed deltas",
+            )
 
 
 def validate_response(body: bytes | str | dict, *, strict: bool = True) -> Summary:

@@ -27,7 +27,9 @@ class Frame:
         try:
             return json.loads(self.data)
         except ValueError as e:
-            raise AssertionError(f"frame #{self.n} ({self.event or 'no event'}): data is not JSON: {e}: {self.data[:200]!r}") from e
+            raise AssertionError(
+                f"frame #{self.n} ({self.event or 'no event'}): data is not JSON: {e}: {self.data[:200]!r}"
+            ) from e
 
 
 def parse_sse(data: bytes, *, strict: bool = True) -> tuple[list[Frame], int]:
@@ -55,7 +57,9 @@ def parse_sse(data: bytes, *, strict: bool = True) -> tuple[list[Frame], int]:
         if line.startswith(":"):
             # our encoders emit one comment only, the keepalive of Chat/Responses clients, between events
             if strict and (line != ": keepalive" or has_data or event is not None):
-                raise AssertionError(f"line {lineno}: comment line {line[:60]!r} (our encoders emit only ': keepalive', between events)")
+                raise AssertionError(
+                    f"line {lineno}: comment line {line[:60]!r} (our encoders emit only ': keepalive', between events)"
+                )
             comments += 1
             continue
         name, sep, value = line.partition(":")

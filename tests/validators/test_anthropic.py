@@ -66,7 +66,16 @@ def ev(obj: dict, name: str | None = None) -> str:
 
 START = {
     "type": "message_start",
-    "message": {"id": "msg_1", "type": "message", "role": "assistant", "model": "m", "content": [], "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 3, "output_tokens": 1}},
+    "message": {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "m",
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": {"input_tokens": 3, "output_tokens": 1},
+    },
 }
 
 
@@ -83,7 +92,11 @@ def cbe(i):
 
 
 def mdelta(stop="end_turn", out=7):
-    return {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None}, "usage": {"output_tokens": out}}
+    return {
+        "type": "message_delta",
+        "delta": {"stop_reason": stop, "stop_sequence": None},
+        "usage": {"output_tokens": out},
+    }
 
 
 STOP = {"type": "message_stop"}
@@ -122,10 +135,21 @@ def test_good_stream_summary():
 
 
 def test_error_stream():
-    s = A.validate_stream(render([START, cbs(0, {"type": "text", "text": ""}), {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}]))
+    s = A.validate_stream(
+        render(
+            [
+                START,
+                cbs(0, {"type": "text", "text": ""}),
+                {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}},
+            ]
+        )
+    )
     assert s.error == {"type": "overloaded_error", "message": "Overloaded"}
     # an error may also be the only event
-    assert A.validate_stream(render([{"type": "error", "error": {"type": "api_error", "message": "x"}}])).error["type"] == "api_error"
+    assert (
+        A.validate_stream(render([{"type": "error", "error": {"type": "api_error", "message": "x"}}])).error["type"]
+        == "api_error"
+    )
 
 
 def _drop(i):
@@ -152,33 +176,54 @@ def _insert(i, obj):
 BROKEN = {
     "no-message-start": (_drop(0), "first event must be message_start"),
     "ping-first": (_insert(0, {"type": "ping"}), "ping before message_start"),
-    "start-with-content": (_set(0, {**START, "message": {**START["message"], "content": [{"type": "text", "text": "x"}]}}), "content must be"),
-    "start-no-usage": (_set(0, {**START, "message": {k: v for k, v in START["message"].items() if k != "usage"}}), "usage must be an object"),
-    "start-role-user": (_set(0, {**START, "message": {**START["message"], "role": "user"}}), "role must be 'assistant'"),
+    "start-with-content": (
+        _set(0, {**START, "message": {**START["message"], "content": [{"type": "text", "text": "x"}]}}),
+        "content must be",
+    ),
+    "start-no-usage": (
+        _set(0, {**START, "message": {k: v for k, v in START["message"].items() if k != "usage"}}),
+        "usage must be an object",
+    ),
+    "start-role-user": (
+        _set(0, {**START, "message": {**START["message"], "role": "user"}}),
+        "role must be 'assistant'",
+    ),
     "duplicate-start": (_insert(1, START), "duplicate message_start"),
     "index-gap": (_set(6, cbs(2, {"type": "text", "text": ""})), "expected 1"),
     "interleaved-blocks": (_swap(5, 6), "still open"),
     "delta-wrong-block": (_set(7, cbd(0, {"type": "text_delta", "text": "x"})), "block 1 is open"),
-    "delta-wrong-type": (_set(7, cbd(1, {"type": "input_json_delta", "partial_json": "x"})), "not allowed in a text block"),
+    "delta-wrong-type": (
+        _set(7, cbd(1, {"type": "input_json_delta", "partial_json": "x"})),
+        "not allowed in a text block",
+    ),
     "delta-no-block": (_insert(6, cbd(1, {"type": "text_delta", "text": "x"})), "no open block"),
     "thinking-without-signature": (_drop(4), "without a signature_delta"),
     "thinking-after-signature": (_swap(3, 4), "thinking_delta after signature_delta"),
     "text-in-start": (_set(6, cbs(1, {"type": "text", "text": "Hi"})), 'must start with text ""'),
     "stop-twice": (_insert(6, cbe(0)), "no open block"),
     "bad-tool-json": (_set(12, cbd(2, {"type": "input_json_delta", "partial_json": " 1"})), "not valid JSON"),
-    "tool-json-array": (lambda e: e[:11] + [cbd(2, {"type": "input_json_delta", "partial_json": "[1]"})] + e[13:], "must be a JSON object"),
+    "tool-json-array": (
+        lambda e: e[:11] + [cbd(2, {"type": "input_json_delta", "partial_json": "[1]"})] + e[13:],
+        "must be a JSON object",
+    ),
     "tool-no-id": (_set(10, cbs(2, {"type": "tool_use", "name": "f", "input": {}})), "needs a non-empty id"),
     "unknown-block": (_set(6, cbs(1, {"type": "bogus"})), "unknown content block type"),
     "block-open-at-delta": (_drop(13), "while block 2 is open"),
     "bad-stop-reason": (_set(14, mdelta("finished")), "stop_reason 'finished'"),
-    "delta-no-usage": (_set(14, {"type": "message_delta", "delta": {"stop_reason": "end_turn"}}), "output_tokens must be an int"),
+    "delta-no-usage": (
+        _set(14, {"type": "message_delta", "delta": {"stop_reason": "end_turn"}}),
+        "output_tokens must be an int",
+    ),
     "no-message-delta": (_drop(14), "message_stop before message_delta"),
     "two-message-deltas": (_insert(14, mdelta()), "second message_delta"),
     "no-message-stop": (_drop(15), "without message_stop"),
     "event-after-stop": (lambda e: e + [{"type": "ping"}], "after the end of the stream"),
     "block-after-delta": (_insert(15, cbs(3, {"type": "text", "text": ""})), "after message_delta"),
     "unknown-event": (_insert(1, {"type": "bogus"}), "unknown event type"),
-    "event-after-error": (lambda e: e[:2] + [{"type": "error", "error": {"type": "api_error", "message": "x"}}] + e[2:], "after the end of the stream"),
+    "event-after-error": (
+        lambda e: e[:2] + [{"type": "error", "error": {"type": "api_error", "message": "x"}}] + e[2:],
+        "after the end of the stream",
+    ),
     "bad-error-shape": (lambda e: e[:2] + [{"type": "error", "message": "x"}], "error.error must be an object"),
 }
 
@@ -233,7 +278,10 @@ def test_message_body():
         (lambda b: {k: v for k, v in b.items() if k != "stop_sequence"}, "stop_sequence"),
         (lambda b: {**b, "usage": {"input_tokens": 1}}, "output_tokens"),
         (lambda b: {**b, "content": [{"type": "thinking", "thinking": "t"}]}, "signature"),
-        (lambda b: {**b, "content": [{"type": "tool_use", "id": "x", "name": "f", "input": "{}"}]}, "input must be an object"),
+        (
+            lambda b: {**b, "content": [{"type": "tool_use", "id": "x", "name": "f", "input": "{}"}]},
+            "input must be an object",
+        ),
         (lambda b: {**b, "content": [{"type": "nope"}]}, "unknown content block"),
     ]:
         with pytest.raises(AssertionError, match=msg):
@@ -241,7 +289,10 @@ def test_message_body():
 
 
 def test_error_body():
-    assert A.validate_error_body(b'{"type":"error","error":{"type":"rate_limit_error","message":"slow"}}')["message"] == "slow"
+    assert (
+        A.validate_error_body(b'{"type":"error","error":{"type":"rate_limit_error","message":"slow"}}')["message"]
+        == "slow"
+    )
     for bad, msg in [
         (b'{"error":{"type":"rate_limit_error","message":"slow"}}', "type must be 'error'"),
         (b'{"type":"error","error":{"message":"slow"}}', "error.error.type"),

@@ -19,7 +19,8 @@ KNOWN_DEVIATIONS = {
     "chat/pydantic-ai__stream-groq-midstream-error-event.yaml#1": USAGE_ON_CHOICE,
     "chat/pydantic-ai__stream-groq-midstream-error-event.yaml#2": USAGE_ON_CHOICE,
     "chat/pydantic-ai__stream-openrouter-cached-tokens.yaml#0": COMMENTS,
-    "chat/pydantic-ai__stream-openrouter-midstream-error.yaml#0": COMMENTS + "; finish_reason twice; error chunk then [DONE]",
+    "chat/pydantic-ai__stream-openrouter-midstream-error.yaml#0": COMMENTS
+    + "; finish_reason twice; error chunk then [DONE]",
     "chat/pydantic-ai__stream-openrouter-reasoning.yaml#0": COMMENTS,
     "chat/pydantic-ai__stream-openrouter-url-citations.yaml#0": COMMENTS,
     "chat/vercel-ai__stream-anthropic-compat-tool-index1.sse": "no final blank line; tool_calls index starts at 1",
@@ -131,7 +132,14 @@ def test_good_stream():
 
 
 def test_error_chunk_ends_stream():
-    s = C.validate_stream(render([chunk({"role": "assistant", "content": "x"}), {"error": {"message": "boom", "type": "server_error", "param": None, "code": None}}]))
+    s = C.validate_stream(
+        render(
+            [
+                chunk({"role": "assistant", "content": "x"}),
+                {"error": {"message": "boom", "type": "server_error", "param": None, "code": None}},
+            ]
+        )
+    )
     assert s.error["message"] == "boom"
 
 
@@ -145,7 +153,10 @@ BROKEN = {
     "no-role": (_m(0, chunk({"content": ""})), "delta.role must be 'assistant'"),
     "wrong-object": (_m(2, {**chunk({"content": "Hi"}), "object": "chat.completion"}), "object must be"),
     "id-changes": (_m(2, {**chunk({"content": "Hi"}), "id": "other"}), "id changed"),
-    "no-created": (_m(2, {k: v for k, v in chunk({"content": "Hi"}).items() if k != "created"}), "created must be an int"),
+    "no-created": (
+        _m(2, {k: v for k, v in chunk({"content": "Hi"}).items() if k != "created"}),
+        "created must be an int",
+    ),
     "no-model": (_m(2, {k: v for k, v in chunk({"content": "Hi"}).items() if k != "model"}), "model must be a string"),
     "new-tool-without-id": (_m(3, chunk({"tool_calls": [tc(0, name="f", args="")]})), "must carry an id"),
     "new-tool-without-name": (_m(3, chunk({"tool_calls": [tc(0, "call_a", None, "")]})), "must carry function.name"),
@@ -161,7 +172,10 @@ BROKEN = {
     "usage-missing-field": (_m(8, {**USAGE, "usage": {"prompt_tokens": 1}}), "completion_tokens must be an int"),
     "two-choices": (_m(2, {**BASE, "choices": [chunk({"content": "a"})["choices"][0]] * 2}), "exactly one choice"),
     "content-not-string": (_m(2, chunk({"content": ["x"]})), "content must be a string"),
-    "after-error": (lambda c: c[:3] + [{"error": {"message": "x", "type": "t", "param": None, "code": None}}] + c[3:], "after an error chunk"),
+    "after-error": (
+        lambda c: c[:3] + [{"error": {"message": "x", "type": "t", "param": None, "code": None}}] + c[3:],
+        "after an error chunk",
+    ),
     "tool-calls-finish-without-tools": (lambda c: [c[0], c[2], c[7], c[8], c[9]], "without any tool call"),
 }
 
@@ -191,7 +205,17 @@ def test_completion_body():
         "object": "chat.completion",
         "created": 1,
         "model": "gpt",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": None, "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}, "finish_reason": "tool_calls"}],
+        "choices": [
+            {
+                "index": 0,
+                "message": {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}],
+                },
+                "finish_reason": "tool_calls",
+            }
+        ],
         "usage": {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3},
     }
     s = C.validate_completion(body)
@@ -201,10 +225,32 @@ def test_completion_body():
         (lambda b: {**b, "object": "chat.completion.chunk"}, "object must be"),
         (lambda b: {**b, "choices": []}, "exactly one choice"),
         (lambda b: {**b, "choices": [{**b["choices"][0], "finish_reason": None}]}, "finish_reason"),
-        (lambda b: {**b, "choices": [{**b["choices"][0], "message": {**msg, "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{"}}]}}]}, "not valid JSON"),
-        (lambda b: {**b, "choices": [{**b["choices"][0], "message": {"role": "assistant", "content": None}}]}, "without tool_calls"),
+        (
+            lambda b: {
+                **b,
+                "choices": [
+                    {
+                        **b["choices"][0],
+                        "message": {
+                            **msg,
+                            "tool_calls": [
+                                {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{"}}
+                            ],
+                        },
+                    }
+                ],
+            },
+            "not valid JSON",
+        ),
+        (
+            lambda b: {**b, "choices": [{**b["choices"][0], "message": {"role": "assistant", "content": None}}]},
+            "without tool_calls",
+        ),
         (lambda b: {**b, "usage": None}, "usage must be an object"),
-        (lambda b: {**b, "choices": [{**b["choices"][0], "message": {"role": "assistant"}}]}, "content must be present"),
+        (
+            lambda b: {**b, "choices": [{**b["choices"][0], "message": {"role": "assistant"}}]},
+            "content must be present",
+        ),
     ]:
         with pytest.raises(AssertionError, match=err):
             C.validate_completion(mutate(body))

@@ -59,7 +59,15 @@ def test_real_summaries():
 
 # --- hand-made streams
 
-RESP = {"id": "resp_1", "object": "response", "created_at": 1, "model": "gpt", "status": "in_progress", "output": [], "usage": None}
+RESP = {
+    "id": "resp_1",
+    "object": "response",
+    "created_at": 1,
+    "model": "gpt",
+    "status": "in_progress",
+    "output": [],
+    "usage": None,
+}
 MSG = {"id": "msg_1", "type": "message", "role": "assistant", "status": "in_progress", "content": []}
 FC = {"id": "fc_1", "type": "function_call", "call_id": "call_1", "name": "f", "arguments": "", "status": "in_progress"}
 RS = {"id": "rs_1", "type": "reasoning", "summary": []}
@@ -74,24 +82,86 @@ def good() -> list[dict]:
         {"type": "response.created", "response": RESP},
         {"type": "response.in_progress", "response": RESP},
         {"type": "response.output_item.added", "output_index": 0, "item": RS},
-        {"type": "response.reasoning_summary_part.added", "item_id": "rs_1", "output_index": 0, "summary_index": 0, "part": {"type": "summary_text", "text": ""}},
-        {"type": "response.reasoning_summary_text.delta", "item_id": "rs_1", "output_index": 0, "summary_index": 0, "delta": "plan"},
-        {"type": "response.reasoning_summary_text.done", "item_id": "rs_1", "output_index": 0, "summary_index": 0, "text": "plan"},
-        {"type": "response.reasoning_summary_part.done", "item_id": "rs_1", "output_index": 0, "summary_index": 0, "part": {"type": "summary_text", "text": "plan"}},
+        {
+            "type": "response.reasoning_summary_part.added",
+            "item_id": "rs_1",
+            "output_index": 0,
+            "summary_index": 0,
+            "part": {"type": "summary_text", "text": ""},
+        },
+        {
+            "type": "response.reasoning_summary_text.delta",
+            "item_id": "rs_1",
+            "output_index": 0,
+            "summary_index": 0,
+            "delta": "plan",
+        },
+        {
+            "type": "response.reasoning_summary_text.done",
+            "item_id": "rs_1",
+            "output_index": 0,
+            "summary_index": 0,
+            "text": "plan",
+        },
+        {
+            "type": "response.reasoning_summary_part.done",
+            "item_id": "rs_1",
+            "output_index": 0,
+            "summary_index": 0,
+            "part": {"type": "summary_text", "text": "plan"},
+        },
         {"type": "response.output_item.done", "output_index": 0, "item": RS_DONE},
         {"type": "response.output_item.added", "output_index": 1, "item": MSG},
-        {"type": "response.content_part.added", "item_id": "msg_1", "output_index": 1, "content_index": 0, "part": {"type": "output_text", "text": "", "annotations": []}},
-        {"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 1, "content_index": 0, "delta": "Hi "},
-        {"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 1, "content_index": 0, "delta": "there"},
-        {"type": "response.output_text.done", "item_id": "msg_1", "output_index": 1, "content_index": 0, "text": "Hi there"},
-        {"type": "response.content_part.done", "item_id": "msg_1", "output_index": 1, "content_index": 0, "part": {"type": "output_text", "text": "Hi there", "annotations": []}},
+        {
+            "type": "response.content_part.added",
+            "item_id": "msg_1",
+            "output_index": 1,
+            "content_index": 0,
+            "part": {"type": "output_text", "text": "", "annotations": []},
+        },
+        {
+            "type": "response.output_text.delta",
+            "item_id": "msg_1",
+            "output_index": 1,
+            "content_index": 0,
+            "delta": "Hi ",
+        },
+        {
+            "type": "response.output_text.delta",
+            "item_id": "msg_1",
+            "output_index": 1,
+            "content_index": 0,
+            "delta": "there",
+        },
+        {
+            "type": "response.output_text.done",
+            "item_id": "msg_1",
+            "output_index": 1,
+            "content_index": 0,
+            "text": "Hi there",
+        },
+        {
+            "type": "response.content_part.done",
+            "item_id": "msg_1",
+            "output_index": 1,
+            "content_index": 0,
+            "part": {"type": "output_text", "text": "Hi there", "annotations": []},
+        },
         {"type": "response.output_item.done", "output_index": 1, "item": MSG_DONE},
         {"type": "response.output_item.added", "output_index": 2, "item": FC},
         {"type": "response.function_call_arguments.delta", "item_id": "fc_1", "output_index": 2, "delta": '{"a":'},
         {"type": "response.function_call_arguments.delta", "item_id": "fc_1", "output_index": 2, "delta": " 1}"},
-        {"type": "response.function_call_arguments.done", "item_id": "fc_1", "output_index": 2, "arguments": '{"a": 1}'},
+        {
+            "type": "response.function_call_arguments.done",
+            "item_id": "fc_1",
+            "output_index": 2,
+            "arguments": '{"a": 1}',
+        },
         {"type": "response.output_item.done", "output_index": 2, "item": FC_DONE},
-        {"type": "response.completed", "response": {**RESP, "status": "completed", "output": [RS_DONE, MSG_DONE, FC_DONE], "usage": USAGE}},
+        {
+            "type": "response.completed",
+            "response": {**RESP, "status": "completed", "output": [RS_DONE, MSG_DONE, FC_DONE], "usage": USAGE},
+        },
     ]
 
 
@@ -106,7 +176,13 @@ def render(events: list[dict], renumber: bool = True) -> bytes:
 
 def test_good_stream():
     s = R.validate_stream(render(good()))
-    assert (s.id, s.text, s.thinking, s.signatures, s.stop_reason) == ("resp_1", "Hi there", "plan", ["enc"], "completed")
+    assert (s.id, s.text, s.thinking, s.signatures, s.stop_reason) == (
+        "resp_1",
+        "Hi there",
+        "plan",
+        ["enc"],
+        "completed",
+    )
     assert [(t.id, t.name, t.parsed()) for t in s.tool_calls] == [("call_1", "f", {"a": 1})]
     assert s.output_tokens == 5
 
@@ -114,7 +190,10 @@ def test_good_stream():
 def test_error_then_failed():
     ev = good()[:2] + [
         {"type": "error", "code": "server_error", "message": "boom", "param": None},
-        {"type": "response.failed", "response": {**RESP, "status": "failed", "error": {"code": "server_error", "message": "boom"}}},
+        {
+            "type": "response.failed",
+            "response": {**RESP, "status": "failed", "error": {"code": "server_error", "message": "boom"}},
+        },
     ]
     s = R.validate_stream(render(ev))
     assert s.stop_reason == "failed" and s.error["message"] == "boom"
@@ -126,7 +205,18 @@ def test_error_then_failed():
 
 def test_incomplete():
     ev = good()[:15]
-    ev.append({"type": "response.incomplete", "response": {**RESP, "status": "incomplete", "incomplete_details": {"reason": "max_output_tokens"}, "output": [RS_DONE, MSG_DONE], "usage": USAGE}})
+    ev.append(
+        {
+            "type": "response.incomplete",
+            "response": {
+                **RESP,
+                "status": "incomplete",
+                "incomplete_details": {"reason": "max_output_tokens"},
+                "output": [RS_DONE, MSG_DONE],
+                "usage": USAGE,
+            },
+        }
+    )
     assert R.validate_stream(render(ev)).stop_reason == "incomplete:max_output_tokens"
 
 
@@ -154,21 +244,59 @@ BROKEN = {
     "delta-wrong-output-index": (_patch(10, output_index=0), "output_index 0 != 1"),
     "delta-before-part": (lambda e: e[:9] + e[10:11] + e[9:10] + e[11:], "content part 0 was never added"),
     "text-done-mismatch": (_patch(12, text="Hi"), "differs from the concatenated deltas"),
-    "part-done-mismatch": (_patch(13, part={"type": "output_text", "text": "x"}), "differs from the concatenated deltas"),
+    "part-done-mismatch": (
+        _patch(13, part={"type": "output_text", "text": "x"}),
+        "differs from the concatenated deltas",
+    ),
     "part-done-before-text-done": (lambda e: e[:12] + e[13:14] + e[12:13] + e[14:], "before output_text.done"),
     "item-done-open-part": (_drop(13), "open content part"),
-    "item-done-text-differs": (_patch(14, item={**MSG_DONE, "content": [{"type": "output_text", "text": "Hi"}]}), "differs from the streamed deltas"),
+    "item-done-text-differs": (
+        _patch(14, item={**MSG_DONE, "content": [{"type": "output_text", "text": "Hi"}]}),
+        "differs from the streamed deltas",
+    ),
     "event-after-item-done": (lambda e: e[:15] + [{**e[11]}] + e[15:], "after its output_item.done"),
     "args-done-mismatch": (_patch(18, arguments='{"a": 2}'), "differ from the concatenated deltas"),
     "args-no-done-event": (_drop(18), "without its arguments .done"),
-    "args-not-json": (lambda e: e[:16] + [{**e[16], "delta": "{"}, {**e[17], "delta": "x"}, {**e[18], "arguments": "{x"}, {**e[19], "item": {**FC_DONE, "arguments": "{x"}}, {**e[20], "response": {**e[20]["response"], "output": [RS_DONE, MSG_DONE, {**FC_DONE, "arguments": "{x"}]}}], "not valid JSON"),
+    "args-not-json": (
+        lambda e: (
+            e[:16]
+            + [
+                {**e[16], "delta": "{"},
+                {**e[17], "delta": "x"},
+                {**e[18], "arguments": "{x"},
+                {**e[19], "item": {**FC_DONE, "arguments": "{x"}},
+                {
+                    **e[20],
+                    "response": {**e[20]["response"], "output": [RS_DONE, MSG_DONE, {**FC_DONE, "arguments": "{x"}]},
+                },
+            ]
+        ),
+        "not valid JSON",
+    ),
     "fc-added-without-name": (_patch(15, item={**FC, "name": ""}), "needs call_id and name"),
     "summary-index-gap": (_patch(3, summary_index=1), "summary_index 1, expected 0"),
     "summary-done-mismatch": (_patch(5, text="x"), "summary text differs"),
     "item-never-done": (_drop(19), "was never done"),
-    "terminal-output-differs": (_patch(20, response={**RESP, "status": "completed", "output": [MSG_DONE, RS_DONE, FC_DONE], "usage": USAGE}), "differs from the items as done"),
-    "completed-without-usage": (_patch(20, response={**RESP, "status": "completed", "output": [RS_DONE, MSG_DONE, FC_DONE]}), "usage must be an object"),
-    "usage-total-wrong": (_patch(20, response={**RESP, "status": "completed", "output": [RS_DONE, MSG_DONE, FC_DONE], "usage": {**USAGE, "total_tokens": 1}}), "total_tokens"),
+    "terminal-output-differs": (
+        _patch(20, response={**RESP, "status": "completed", "output": [MSG_DONE, RS_DONE, FC_DONE], "usage": USAGE}),
+        "differs from the items as done",
+    ),
+    "completed-without-usage": (
+        _patch(20, response={**RESP, "status": "completed", "output": [RS_DONE, MSG_DONE, FC_DONE]}),
+        "usage must be an object",
+    ),
+    "usage-total-wrong": (
+        _patch(
+            20,
+            response={
+                **RESP,
+                "status": "completed",
+                "output": [RS_DONE, MSG_DONE, FC_DONE],
+                "usage": {**USAGE, "total_tokens": 1},
+            },
+        ),
+        "total_tokens",
+    ),
     "no-terminal": (lambda e: e[:-1], "without a terminal event"),
     "after-terminal": (lambda e: e + [e[1]], "after the terminal event"),
     "unknown-event": (lambda e: e[:3] + [{"type": "response.bogus"}] + e[3:], "unknown event type"),
@@ -193,7 +321,9 @@ def overlapping() -> list[dict]:
 def test_overlapping_items_rejected():
     ev = overlapping()
     assert [e["type"] for e in ev].count("response.output_item.added") == 3 and len(ev) == len(good())
-    with pytest.raises(AssertionError, match=r"item fc_1 added while item msg_1 is still open \(overlapping output items\)"):
+    with pytest.raises(
+        AssertionError, match=r"item fc_1 added while item msg_1 is still open \(overlapping output items\)"
+    ):
         R.validate_stream(render(ev))
     # every other rule holds for it: only the overlap is wrong (real recordings are checked with strict=False)
     s = R.validate_stream(render(ev), strict=False)

@@ -1,8 +1,8 @@
 """OpenAI Responses replies: a whole ``response`` or its typed SSE stream (``sequence_number`` on every event).
 
 Output items, in order: a ``reasoning`` item (summary + ``encrypted_content``), a ``message``, then the calls;
-consecutive ``function_call`` items stream as parallel calls (all added, argument deltas interleaved, all
-done), a ``custom_tool_call`` (freeform tool, raw input) streams on its own.
+every item streams on its own (added, deltas, done), never two open at once, as the real API does (the Chat fake
+interleaves parallel calls' argument deltas, as Chat upstreams do).
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from typing import Any
 
 from dragoman.demo.answer import Answer
 from dragoman.demo.answer import Call
-from dragoman.demo.answer import interleaved
 from dragoman.demo.chat import error_body
 from dragoman.demo.wire import MIDSTREAM_ERROR_MESSAGE
 from dragoman.demo.wire import Reply
@@ -170,20 +169,15 @@ class _Stream:
         self.item_done(item)
 
     def function_calls(self, calls: list[Call]) -> None:
-        """Parallel function calls: every item added, the argument deltas interleaved, then every item done."""
-        items = [_call_item(c) for c in calls]
-        for k, item in enumerate(items):
-            added = {**item, "status": "in_progress", "arguments": ""}
-            self.emit("response.output_item.added", output_index=self.index + k, item=added)
-        for k, fragment in interleaved(calls):
+        """Parallel function calls, one item after the other as the real API streams them (added, its
+        argument deltas, done); never two items open at once."""
+        for call in calls:
+            item, oi = _call_item(call), self.index
             self.emit(
-                "response.function_call_arguments.delta",
-                item_id=items[k]["id"],
-                output_index=self.index + k,
-                delta=fragment,
+                "response.output_item.added", output_index=oi, item={**item, "status": "in_progress", "arguments": ""}
             )
-        for item in items:
-            oi = self.index
+            for fragment in call.fragments:
+                self.emit("response.function_call_arguments.delta", item_id=item["id"], output_index=oi, delta=fragment)
             self.emit(
                 "response.function_call_arguments.done",
                 item_id=item["id"],

@@ -32,7 +32,9 @@ class Usage:
         return Usage(
             input_tokens=other.input_tokens if other.input_tokens is not None else self.input_tokens,
             output_tokens=other.output_tokens if other.output_tokens is not None else self.output_tokens,
-            cache_read_tokens=other.cache_read_tokens if other.cache_read_tokens is not None else self.cache_read_tokens,
+            cache_read_tokens=other.cache_read_tokens
+            if other.cache_read_tokens is not None
+            else self.cache_read_tokens,
             cache_creation_tokens=(
                 other.cache_creation_tokens if other.cache_creation_tokens is not None else self.cache_creation_tokens
             ),

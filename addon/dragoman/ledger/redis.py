@@ -99,5 +99,3 @@ class RedisLedger(QueuedLedger):
             for metric in METRICS:
                 acc[metric] += int(counters.get(metric, 0))
         return [Row(dict(zip(group_by, key)), **c) for key, c in sums.items() if c["requests"]]
-
-

@@ -158,4 +158,3 @@ class SQLiteLedger(QueuedLedger):
 
 
 # -- Redis
-

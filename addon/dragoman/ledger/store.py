@@ -333,6 +333,7 @@ def utc_day(ts: float) -> str:
 
 # -- SQLite
 
+
 def _strs(values: Any) -> list[str]:
     """Redis replies as str (the client decodes them), typed loosely by redis-py."""
     return [v if isinstance(v, str) else bytes(v).decode() for v in values]

@@ -139,7 +139,13 @@ class ClientAuth:
         shape = detect(flow.request.path) or hosts.client_shape(flow)
         if client is None:
             why = "no client key" if not presented else "an unknown client key"
-            self._deny(flow, shape, 401, ErrorKind.AUTHENTICATION, f"{why}: send a Dragoman client key as x-api-key or Authorization: Bearer")
+            self._deny(
+                flow,
+                shape,
+                401,
+                ErrorKind.AUTHENTICATION,
+                f"{why}: send a Dragoman client key as x-api-key or Authorization: Bearer",
+            )
             return
         for name in AUTH_HEADERS:
             flow.request.headers.pop(name, None)
@@ -172,4 +178,6 @@ class ClientAuth:
         info = ErrorInfo(kind=kind, message=message, status=status)
         flow.response = http.Response.make(status, error_body(info, shape), {"content-type": "application/json"})
         flow.metadata[CLIENT_METADATA_KEY] = f"denied ({status})"
-        logger.warning("flow %s: %s %s refused with %d: %s", flow.id, flow.request.method, flow.request.path, status, message)
+        logger.warning(
+            "flow %s: %s %s refused with %d: %s", flow.id, flow.request.method, flow.request.path, status, message
+        )

@@ -125,7 +125,9 @@ def final_error_frame(flow: http.HTTPFlow, state: FlowState, message: str, timed
             status=504,
         )
     else:
-        info = ErrorInfo(kind=ErrorKind.API_ERROR, message=f"upstream connection failed mid-stream: {message}", status=502)
+        info = ErrorInfo(
+            kind=ErrorKind.API_ERROR, message=f"upstream connection failed mid-stream: {message}", status=502
+        )
     try:
         frame = state.translator.fail(info)
     except Exception:  # noqa: BLE001
@@ -192,7 +194,9 @@ def translate_whole(flow: http.HTTPFlow, state: FlowState) -> None:
     except Exception as e:  # noqa: BLE001
         logger.exception("flow %s: response translation failed", flow.id)
         info = ErrorInfo(
-            kind=ErrorKind.API_ERROR, message=f"Dragoman failed to translate the response: {type(e).__name__}", status=502
+            kind=ErrorKind.API_ERROR,
+            message=f"Dragoman failed to translate the response: {type(e).__name__}",
+            status=502,
         )
         status, out, content_type = 502, error_body(info, plan.client), JSON_CT
     if status != resp.status_code:
@@ -206,7 +210,11 @@ def translate_whole(flow: http.HTTPFlow, state: FlowState) -> None:
 
 def log_done(flow: http.HTTPFlow, state: FlowState, status: int) -> None:
     plan = state.plan
-    model = state.client_model if state.client_model == state.upstream_model else f"{state.client_model} -> {state.upstream_model}"
+    model = (
+        state.client_model
+        if state.client_model == state.upstream_model
+        else f"{state.client_model} -> {state.upstream_model}"
+    )
     how = "stream" if state.translator is not None else ("stream requested, JSON answered" if state.stream else "json")
     via = f" via {state.upstream_name}" if state.upstream_name else ""
     tries = f", {len(state.attempts)} attempts" if len(state.attempts) > 1 else ""

@@ -65,6 +65,7 @@ def declare_upstream(loader: Any) -> None:
         "dragoman_api_key or dragoman_model_map (those are the shorthand for one upstream).",
     )
 
+
 def declare_behaviour(loader: Any) -> None:
     """Which flows, and how translation behaves."""
     loader.add_option(

@@ -21,8 +21,21 @@ ANTHROPIC_VERSION = "2023-06-01"
 AUTH_HEADERS = ("x-api-key", "authorization")
 #: headers never copied from the client's request to a relayed attempt
 NOT_RELAYED = frozenset(
-    {"host", "content-length", "transfer-encoding", "connection", "keep-alive", "cookie", "proxy-authorization",
-     "accept-encoding", "content-encoding", "upgrade", "te", "trailer", *AUTH_HEADERS}
+    {
+        "host",
+        "content-length",
+        "transfer-encoding",
+        "connection",
+        "keep-alive",
+        "cookie",
+        "proxy-authorization",
+        "accept-encoding",
+        "content-encoding",
+        "upgrade",
+        "te",
+        "trailer",
+        *AUTH_HEADERS,
+    }
 )
 
 
@@ -83,7 +96,9 @@ def set_auth(headers: http.Headers, target: Protocol, key: str | None) -> None:
             headers["authorization"] = f"Bearer {key}"
 
 
-def relayed_headers(client_headers: Iterable[tuple[str, str]], target: Protocol, key: str | None) -> list[tuple[str, str]]:
+def relayed_headers(
+    client_headers: Iterable[tuple[str, str]], target: Protocol, key: str | None
+) -> list[tuple[str, str]]:
     """Headers for one relayed attempt: the client's (minus credentials and framing) plus the attempt's auth."""
     out: list[tuple[str, str]] = []
     anthropic = target is Protocol.ANTHROPIC_MESSAGES

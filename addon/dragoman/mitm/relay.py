@@ -208,11 +208,15 @@ class Relay:
         detail = attempts.outcomes[-1].detail if attempts.outcomes else ""
         return job.error_answer(502, f"upstream unreachable after {len(attempts.outcomes)} attempt(s): {detail}", None)
 
-    def _log_attempt(self, job: RelayJob, att: Attempt, status: int | None, cls: ErrorClass | None, detail: str) -> None:
+    def _log_attempt(
+        self, job: RelayJob, att: Attempt, status: int | None, cls: ErrorClass | None, detail: str
+    ) -> None:
         outcome = job.attempts.outcomes[-1]
         what = f"status {status}" if status is not None else "no answer"
         if cls is None:
-            logger.info("flow %s: attempt %d %s: %s in %.3f s", job.flow_id, att.number, att.label(), what, outcome.seconds)
+            logger.info(
+                "flow %s: attempt %d %s: %s in %.3f s", job.flow_id, att.number, att.label(), what, outcome.seconds
+            )
         else:
             logger.info(
                 "flow %s: attempt %d %s: %s, %s-bound in %.3f s%s",
@@ -243,7 +247,11 @@ class Relay:
                 if len(out) > WHOLE_BODY_LIMIT:
                     raise ConnectionError(f"answer larger than {WHOLE_BODY_LIMIT} bytes")
         except TimeoutError:
-            failure = job.error_answer(504, f"upstream sent nothing for {job.idle_timeout:g} s mid-answer (dragoman_idle_timeout); connection closed", None)
+            failure = job.error_answer(
+                504,
+                f"upstream sent nothing for {job.idle_timeout:g} s mid-answer (dragoman_idle_timeout); connection closed",
+                None,
+            )
             await _send_whole(writer, failure.status, failure.headers, failure.body)
             return
         except (ConnectionError, OSError) as e:

@@ -231,9 +231,7 @@ class Replayer:
                 loaded = store.load_exchanges(path)
             except (OSError, ValueError) as e:
                 raise exceptions.OptionsError(f"Cannot load dragoman_replay {value!r}: {e}") from e
-            entries = [
-                _Entry(p, ex) for p, ex in loaded if ex.upstream_response is not None or ex.error is not None
-            ]
+            entries = [_Entry(p, ex) for p, ex in loaded if ex.upstream_response is not None or ex.error is not None]
             if not entries:
                 raise exceptions.OptionsError(f"Cannot load dragoman_replay {value!r}: no recorded exchanges found")
             redact = list(getattr(ctx.options, "dragoman_redact", []) or [])
@@ -368,5 +366,3 @@ async def _read_body(reader: asyncio.StreamReader, headers: dict[str, str]) -> b
             await reader.readexactly(2)
     length = int(headers.get("content-length") or 0)
     return await reader.readexactly(length) if length else b""
-
-

@@ -108,7 +108,9 @@ class Translate(TranslateConfig):
             # (``faults``) and answer a refused connection in JSON (``error``) — and the loopback hop's cost
             # (measured: 9-16 µs of mitmdump CPU per streamed event) is saved
             if not single:
-                self._reject(flow, client, _internal("Dragoman's relay is not running (failover needs mitmproxy running)"))
+                self._reject(
+                    flow, client, _internal("Dragoman's relay is not running (failover needs mitmproxy running)")
+                )
                 return
             self._direct(flow, client, cr, route, candidates[0])
         else:
@@ -231,7 +233,9 @@ class Translate(TranslateConfig):
         if state.watchdog is not None:
             timed_out = state.watchdog.timed_out
             state.watchdog.cancel()
-            if state.translator is not None and inbound.final_error_frame(flow, state, message, timed_out, self.idle_timeout):
+            if state.translator is not None and inbound.final_error_frame(
+                flow, state, message, timed_out, self.idle_timeout
+            ):
                 flow.metadata[METADATA_KEY] = state.metadata()
                 inbound.log_dropped(flow, state)
                 self.usage.record(flow, state, flow.response.status_code if flow.response else 502, failed=True)
@@ -311,5 +315,3 @@ def _plain_http1(flow: http.HTTPFlow) -> bool:
 
 def _internal(message: str) -> ErrorInfo:
     return ErrorInfo(kind=ErrorKind.API_ERROR, message=message, status=500)
-
-

@@ -40,8 +40,6 @@ ROUTING_OPTIONS = frozenset({"dragoman_config", *SHORTHAND_OPTIONS})
 EXPOSURE_OPTIONS = frozenset({"dragoman_client_keys", "dragoman_allow_remote", "listen_host", "mode"})
 
 
-
-
 class TranslateConfig:
     """Options and configuration of ``Translate``: the routes in force, the relay, the usage ledger."""
 
@@ -182,4 +180,3 @@ class TranslateConfig:
     def routed(self) -> bool:
         """Routes come from a routes file (not the single-upstream shorthand)."""
         return self.routing.path is not None
-

@@ -89,7 +89,9 @@ def _conversation(req: Request) -> dict[str, Any]:
                 parts.append({"result": "".join(c.text for c in p.content if isinstance(c, TextPart))})
         messages.append([m.role, parts])
     reasoning = req.reasoning
-    thinking = bool(reasoning and (reasoning.enabled or reasoning.effort not in (None, "none") or reasoning.budget_tokens))
+    thinking = bool(
+        reasoning and (reasoning.enabled or reasoning.effort not in (None, "none") or reasoning.budget_tokens)
+    )
     return {
         "system": "".join(p.text for p in req.system),
         "messages": messages,

@@ -136,7 +136,15 @@ class Attempts:
     def _record(self, attempt: Attempt, now: float, status: int | None, cls: ErrorClass | None, detail: str) -> None:
         c = attempt.candidate
         self.outcomes.append(
-            Outcome(c.upstream.name, c.model, attempt.key_index, status, cls.value if cls else None, now - attempt.started, detail)
+            Outcome(
+                c.upstream.name,
+                c.model,
+                attempt.key_index,
+                status,
+                cls.value if cls else None,
+                now - attempt.started,
+                detail,
+            )
         )
 
     def resting_for(self, now: float) -> float | None:

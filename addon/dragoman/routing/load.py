@@ -175,7 +175,12 @@ def _routes(w: _Where, doc: Mapping[str, Any], upstreams: dict[str, Upstream]) -
         if isinstance(raw, str):
             raw = [raw]
         if not isinstance(raw, list) or not raw:
-            raise w.fail(node, path, "'to' must be a non-empty list of UPSTREAM or UPSTREAM/MODEL", "to" if "to" in node else None)
+            raise w.fail(
+                node,
+                path,
+                "'to' must be a non-empty list of UPSTREAM or UPSTREAM/MODEL",
+                "to" if "to" in node else None,
+            )
         targets = []
         for j, spec in enumerate(raw):
             if not isinstance(spec, str) or not spec.strip():

@@ -79,7 +79,9 @@ def encode_upstream_request(cr: ClientRequest, plan: Plan, ctx: Context, model: 
     return orjson.dumps(get_codec(plan.upstream).encode_request(req, ctx))
 
 
-def translate_request(body: bytes, plan: Plan, ctx: Context, model_map: list[ModelRule] | None = None) -> TranslatedRequest:
+def translate_request(
+    body: bytes, plan: Plan, ctx: Context, model_map: list[ModelRule] | None = None
+) -> TranslatedRequest:
     """Both steps for one upstream. Raises ``ClientRequestError`` for an invalid client request."""
     cr = decode_client_request(body, plan.client)
     model = map_model(model_map or [], cr.client_model)

@@ -29,7 +29,9 @@ def translate_response(body: bytes, plan: Plan, ctx: Context) -> bytes:
     return orjson.dumps(get_codec(plan.client).encode_response(resp, ctx))
 
 
-def translate_error(status: int, body: bytes, plan: Plan, headers: dict[str, str] | None = None) -> tuple[int, bytes, ErrorInfo]:
+def translate_error(
+    status: int, body: bytes, plan: Plan, headers: dict[str, str] | None = None
+) -> tuple[int, bytes, ErrorInfo]:
     """A non-2xx upstream body -> (status, client error body, info). Same status, message and type."""
     info = get_codec(plan.upstream).decode_error(status, body, headers)
     return info.http_status, orjson.dumps(get_codec(plan.client).encode_error(info)), info
