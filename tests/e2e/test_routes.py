@@ -487,3 +487,54 @@ def test_a_request_one_candidate_cannot_carry_goes_to_the_next(world):
     assert resp.status == 400, data[:300]
     assert json.loads(data)["error"]["message"]
     assert len(fakes["anth_ok"].requests) == n0
+
+
+def test_attempts_reach_the_recording_and_the_flow_file(tmp_path):
+    """A failover (503, then another protocol answers) as recorded: the exchange and the ``-w`` flow name
+    the route that matched, the upstream that answered and both attempts in order (upstream, model, key index, status, class), and
+    neither holds a key."""
+    from mitmproxy import io as mio
+
+    down = KeyedUpstream("anthropic", always=Rule(503))
+    ok = KeyedUpstream("openai-chat")
+    flows, records = tmp_path / "flows.mitm", tmp_path / "recordings"
+    text = f"""
+upstreams:
+  - name: down
+    protocol: anthropic
+    base_url: {down.url}
+    keys: [key-down-SECRET]
+  - name: ok
+    protocol: openai-chat
+    base_url: {ok.url}/v1
+    keys: [key-ok-SECRET]
+routes:
+  - match: "*"
+    to: [down, ok/backup-model]
+"""
+    ok_url = ok.url
+    proxy = Routed(tmp_path, text, extra=["-w", str(flows), "--set", f"dragoman_record={records}"])
+    try:
+        status, headers, body = proxy.call("anthropic", "claude-opus-4-5", True)
+        assert status == 200, body[:500]
+        validate("anthropic", True, body)
+    finally:
+        proxy.stop()
+        down.stop()
+        ok.stop()
+    want = [("down", "claude-opus-4-5", 0, 503, "upstream"), ("ok", "backup-model", 0, 200, None)]
+
+    def attempts(rows: list[dict]) -> list[tuple]:
+        return [(a["upstream"], a["model"], a["key"], a["status"], a["class"]) for a in rows]
+
+    [recording] = [p for p in records.rglob("*.json") if p.name != "session.json"]
+    ex = json.loads(recording.read_text())
+    assert (ex["route"], ex["upstream"], ex["upstream_model"]) == ("*", "ok", "backup-model")
+    assert attempts(ex["attempts"]) == want
+    assert ex["upstream_request"]["url"].startswith(ok_url)  # the answering attempt's request
+    with open(flows, "rb") as f:
+        [flow] = list(mio.FlowReader(f).stream())
+    meta = flow.metadata["dragoman"]
+    assert (meta["route"], meta["upstream"]) == ("*", "ok") and attempts(meta["attempts"]) == want
+    for blob in (recording.read_bytes(), flows.read_bytes(), proxy.log().encode()):
+        assert b"key-down-SECRET" not in blob and b"key-ok-SECRET" not in blob and CLIENT_KEY.encode() not in blob

@@ -248,6 +248,10 @@ class Recorder:
             if flow.response.raw_content is None:
                 flow.response.raw_content = bytes(p.client_out or b"")
             flow.metadata[UPSTREAM_CHUNKS_KEY] = [c for c, _ in p.chunks]
+        if (flow.metadata.get(METADATA_KEY) or {}).get("attempts"):
+            # routed: Translate's response hook has put the answering attempt's request back on the flow
+            # (a relayed flow went to 127.0.0.1 first)
+            p.upstream_request = _snapshot_request(flow.request)
         self._finish(flow, p, None)
 
     def error(self, flow: http.HTTPFlow) -> None:
@@ -328,6 +332,10 @@ class Recorder:
             upstream_response=upstream_resp,
             client_response=client_resp,
             error=error,
+            route=meta.get("route"),
+            upstream=meta.get("upstream"),
+            attempts=meta.get("attempts"),
+            client_name=meta.get("client_name"),
         )
         return ex, red
 

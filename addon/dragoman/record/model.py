@@ -147,6 +147,13 @@ class Exchange(BaseModel):
     client_response: HttpResponse | None = None
     #: the flow's error (connection refused, upstream died mid-stream), if any
     error: str | None = None
+    #: routes file (``dragoman_config``): the route that matched (its ``match``), the upstream that answered
+    #: and every attempt made, in order (upstream, model, key index, status, error class, seconds; never a key)
+    route: str | None = None
+    upstream: str | None = None
+    attempts: list[dict[str, Any]] | None = None
+    #: the client key's name (``dragoman_client_keys``), never the key
+    client_name: str | None = None
     #: where a constructed recording comes from (repository, path, commit, license) and how it was built
     source: dict[str, Any] | None = None
     note: str | None = None
