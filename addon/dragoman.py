@@ -4,15 +4,19 @@ Keep this to a few import lines: only this file hot-reloads, the package is inst
 """
 
 from dragoman.mitm.client_auth import ClientAuth
+from dragoman.mitm.cors import Cors
 from dragoman.mitm.endpoints import Endpoints
 from dragoman.mitm.recorder import Recorder
 from dragoman.mitm.replayer import Replayer
 from dragoman.mitm.translate_addon import Translate
 
-# ClientAuth first: no flow without a client key (when client keys are configured) reaches anything else.
+# Cors first (only with dragoman_cors_origins): a browser's preflight carries no key and is answered before
+# ClientAuth; its second half, right after Translate, sets the CORS headers of the answer the client gets.
+# ClientAuth next: no flow without a client key (when client keys are configured) reaches anything else.
 # Endpoints next: it answers HEAD /, /v1/models, count_tokens and WebSocket upgrades before Translate looks
 # Replayer/Recorder come in two halves: `.before` sees the client's request before Translate rewrites it,
 # the addon itself sees the translated request and wraps the stream callable Translate installed.
+cors = Cors()
 recorder = Recorder()
 replayer = Replayer()
-addons = [ClientAuth(), Endpoints(), replayer.before, recorder.before, Translate(), replayer, recorder]
+addons = [cors, ClientAuth(), Endpoints(), replayer.before, recorder.before, Translate(), cors.after, replayer, recorder]

@@ -27,6 +27,8 @@ from mitmproxy import ctx
 from mitmproxy import http
 from mitmproxy.net.http import status_codes
 
+from dragoman.mitm.cors import answer_header_lines
+
 logger = logging.getLogger(__name__)
 
 
@@ -94,8 +96,9 @@ def deliver_error_answer(flow: http.HTTPFlow, status: int, body: bytes) -> bool:
     if writer is None or not hasattr(writer, "is_closing") or writer.is_closing():
         return False
     reason = status_codes.RESPONSES.get(status, "")
+    cors_lines = "".join(f"{k}: {v}\r\n" for k, v in answer_header_lines(flow))  # a browser must read it too
     head = (
-        f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\n"
+        f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\n{cors_lines}"
         f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
     )
     try:
