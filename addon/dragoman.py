@@ -19,4 +19,14 @@ from dragoman.mitm.translate_addon import Translate
 cors = Cors()
 recorder = Recorder()
 replayer = Replayer()
-addons = [cors, ClientAuth(), Endpoints(), replayer.before, recorder.before, Translate(), cors.after, replayer, recorder]
+addons = [
+    cors,
+    ClientAuth(),
+    Endpoints(),
+    replayer.before,
+    recorder.before,
+    Translate(),
+    cors.after,
+    replayer,
+    recorder,
+]

@@ -74,7 +74,9 @@ def test_preflight_then_streamed_answer_with_cors_headers(proxies, target):
     dec = SSEDecoder()
     events = [json.loads(e.data) for e in dec.feed(raw) + dec.close() if e.data.strip()]
     assert events[0]["type"] == "message_start" and events[-1]["type"] == "message_stop"
-    text = "".join(e["delta"]["text"] for e in events if e["type"] == "content_block_delta" and e["delta"]["type"] == "text_delta")
+    text = "".join(
+        e["delta"]["text"] for e in events if e["type"] == "content_block_delta" and e["delta"]["type"] == "text_delta"
+    )
     assert text == fu.TEXT
 
 
@@ -82,7 +84,9 @@ def test_whole_answer_through_the_relay_and_models(proxies):
     proxy = proxies("openai-chat", CORS)
     conn = http.client.HTTPConnection("127.0.0.1", proxy.port, timeout=30)
     try:
-        conn.request("POST", "/v1/messages", body=json.dumps({**BODY, "stream": False}), headers={**HEADERS, "origin": APP})
+        conn.request(
+            "POST", "/v1/messages", body=json.dumps({**BODY, "stream": False}), headers={**HEADERS, "origin": APP}
+        )
         resp = conn.getresponse()
         body = json.loads(resp.read())
         conn.request("GET", "/v1/models", headers={"origin": APP, "x-api-key": "sk-browser"})

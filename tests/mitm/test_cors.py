@@ -158,7 +158,14 @@ def test_preflight_without_requested_headers_gets_the_default_list(chain):
     with_origins(chain, APP)
     f = chain.request(preflight(requested=None))
     allowed = {h.strip() for h in f.response.headers["access-control-allow-headers"].split(",")}
-    assert {"authorization", "x-api-key", "anthropic-version", "anthropic-beta", "content-type", "openai-beta"} <= allowed
+    assert {
+        "authorization",
+        "x-api-key",
+        "anthropic-version",
+        "anthropic-beta",
+        "content-type",
+        "openai-beta",
+    } <= allowed
     garbage = chain.request(preflight(requested="x-a\r\nx-b: 1"))
     assert garbage.response.headers["access-control-allow-headers"] == cors_mod.DEFAULT_ALLOW_HEADERS
 
@@ -280,8 +287,15 @@ def test_dragomans_own_answers_carry_the_headers(chain):
 def test_unrelated_hosts_and_paths_are_untouched(chain):
     with_origins(chain, "*")
     # regular (explicit proxy) mode: only the official hosts are Dragoman's
-    other = chain.request(make_flow("OPTIONS", "/v1/messages", {"origin": APP, "access-control-request-method": "POST"},
-                                    host="api.example.com", reverse=False))
+    other = chain.request(
+        make_flow(
+            "OPTIONS",
+            "/v1/messages",
+            {"origin": APP, "access-control-request-method": "POST"},
+            host="api.example.com",
+            reverse=False,
+        )
+    )
     assert other.response is None
     # reverse mode, a path that is none of the endpoints
     files = chain.request(make_flow("POST", "/v1/files", {"origin": APP}))
@@ -289,8 +303,15 @@ def test_unrelated_hosts_and_paths_are_untouched(chain):
     chain.answer(files, http.Response.make(200, b"{}", {"access-control-allow-origin": "https://x.example"}))
     assert files.response.headers["access-control-allow-origin"] == "https://x.example"
     # the official host in regular mode is Dragoman's
-    official = chain.request(make_flow("OPTIONS", "/v1/messages", {"origin": APP, "access-control-request-method": "POST"},
-                                       host="api.anthropic.com", reverse=False))
+    official = chain.request(
+        make_flow(
+            "OPTIONS",
+            "/v1/messages",
+            {"origin": APP, "access-control-request-method": "POST"},
+            host="api.anthropic.com",
+            reverse=False,
+        )
+    )
     assert official.response.status_code == 204
 
 

@@ -227,7 +227,9 @@ class Cors:
         shape = detect(flow.request.path) or hosts.client_shape(flow)
         flow.response = http.Response.make(403, error_body(info, shape), {"content-type": "application/json"})
         flow.metadata[METADATA_KEY] = "refused"
-        logger.warning("flow %s: %s %s from origin %r refused (403)", flow.id, flow.request.method, flow.request.path, origin)
+        logger.warning(
+            "flow %s: %s %s from origin %r refused (403)", flow.id, flow.request.method, flow.request.path, origin
+        )
 
 
 class CorsHeaders:
