@@ -10,8 +10,8 @@ from dragoman.mitm.recorder import Recorder
 from dragoman.mitm.replayer import Replayer
 from dragoman.mitm.translate_addon import Translate
 
-# Cors first (only with dragoman_cors_origins): a browser's preflight carries no key and is answered before
-# ClientAuth; its second half, right after Translate, sets the CORS headers of the answer the client gets.
+# Cors first: a browser's preflight carries no key and is answered before ClientAuth (with
+# dragoman_cors_origins; without it, browser requests are refused while Dragoman holds keys and has no client keys); its second half, right after Translate, sets the CORS headers of the answer the client gets.
 # ClientAuth next: no flow without a client key (when client keys are configured) reaches anything else.
 # Endpoints next: it answers HEAD /, /v1/models, count_tokens and WebSocket upgrades before Translate looks
 # Replayer/Recorder come in two halves: `.before` sees the client's request before Translate rewrites it,

@@ -10,7 +10,8 @@ flow, so it never travels upstream, into a recording or a flow file; the flow ca
 
 Safe default: when upstream keys are configured and no client keys are, mitmdump refuses to start if a
 mode that any TCP client can reach (regular, reverse, upstream, socks5) listens beyond loopback, unless
-``dragoman_allow_remote`` is set (for a deployment with its own authentication in front).
+``dragoman_allow_remote`` is set (for a deployment with its own authentication in front); and requests from
+browser pages (``Origin``) are refused unless ``dragoman_cors_origins`` allows them (``cors.Cors.guard``).
 """
 
 from __future__ import annotations

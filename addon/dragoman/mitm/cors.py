@@ -16,6 +16,17 @@ request, allowed       forwarded without its ``Origin`` (Dragoman is the CORS bo
 request, other origin  refused 403 in the client's protocol shape: a page from another site cannot spend the
                        keys through a browser (CORS alone only hides the answer from it)
 
+Without the option, the safe default (``Cors.guard``): while Dragoman holds upstream keys (``dragoman_api_key`` or
+a key pool in the routes file) and no client keys are configured, a browser's request to those flows is refused
+403 in the client's protocol shape, preflight or not, before anything reaches an upstream; otherwise any page
+the user visits could make the browser POST (a "simple" text/plain request needs no preflight) and spend the
+keys, CORS hiding only the answer. A browser's request is one carrying ``Origin`` (any value, ``null`` from
+file:// pages and sandboxed iframes included: it cannot be allowed by name, only with client keys), or, without
+it, ``Sec-Fetch-Site: cross-site|same-site``. The rule holds in every mode, interception of the official hosts
+included: a browser or an Electron renderer behind the proxy sends ``Origin`` there too (SDKs, Claude Code,
+Codex, curl send none). Opt-outs: ``dragoman_cors_origins`` (the Cors rules above), or client keys (a page
+cannot know one). When Dragoman holds no key (the client's own key moves upstream), nothing changes.
+
 Requests without ``Origin`` (SDKs, curl) and other hosts are untouched. Two halves: ``Cors`` is registered
 first (preflights, refusals), ``Cors.after`` right after Translate, so the upstream's headers are recorded as
 they came and the CORS headers are set on the answer the client gets: in ``responseheaders`` (before a
@@ -39,6 +50,7 @@ from dragoman.ir.common import ErrorInfo
 from dragoman.ir.common import ErrorKind
 from dragoman.mitm import hosts
 from dragoman.mitm.client_auth import guarded
+from dragoman.protocols import Protocol
 from dragoman.protocols import detect
 from dragoman.translate.response import error_body
 
@@ -49,6 +61,8 @@ OPTION = "dragoman_cors_origins"
 ORIGIN_KEY = "dragoman_cors_origin"
 #: flow.metadata: what Cors answered itself (saved with -w)
 METADATA_KEY = "dragoman_cors"
+#: ``Sec-Fetch-Site`` values of a request a page from another origin made
+FOREIGN_SITES = frozenset({"cross-site", "same-site"})
 
 ALLOW_METHODS = "GET, POST, DELETE, OPTIONS"  # DELETE: the Responses state endpoints (DELETE /v1/responses/ID)
 DEFAULT_ALLOW_HEADERS = (
@@ -111,6 +125,34 @@ def parse_origins(values: Iterable[str]) -> CorsSpec:
     return CorsSpec(any_origin, frozenset(origins))
 
 
+def browser_origin(headers: http.Headers) -> str | None:
+    """Who made a browser's request: its ``Origin`` (``null`` included), else its foreign ``Sec-Fetch-Site``;
+    None for a request no browser page made (SDKs, curl, Node, a URL typed into the address bar)."""
+    origin = headers.get("origin")
+    if origin is not None:
+        return origin
+    site = headers.get("sec-fetch-site", "").strip().lower()
+    return f"(no Origin; Sec-Fetch-Site: {site})" if site in FOREIGN_SITES else None
+
+
+def spends_own_keys() -> bool:
+    """Dragoman holds upstream keys and has no client keys: anyone who reaches it spends them."""
+    translate = ctx.master.addons.get("translate")
+    config = getattr(getattr(translate, "routing", None), "config", None)
+    if config is None or not config.holds_keys:
+        return False
+    auth = ctx.master.addons.get("clientauth")
+    return not (auth is not None and auth.clients())
+
+
+def client_protocol(flow: http.HTTPFlow) -> Protocol:
+    """The protocol whose error shape a refusal takes (count_tokens is Anthropic's, whatever the headers)."""
+    path = hosts.bare_path(flow.request.path)
+    if path.endswith("/messages/count_tokens"):
+        return Protocol.ANTHROPIC_MESSAGES
+    return detect(path) or hosts.client_shape(flow)
+
+
 def is_preflight(req: http.Request) -> bool:
     return req.method == "OPTIONS" and "access-control-request-method" in req.headers
 
@@ -148,7 +190,8 @@ def answer_header_lines(flow: http.HTTPFlow) -> list[tuple[str, str]]:
 
 
 class Cors:
-    """Preflights and refusals (registered first); ``after`` sets the headers of the answers."""
+    """Preflights and refusals (registered first), or, without the option, ``guard``; ``after`` sets the
+    headers of the answers."""
 
     def __init__(self) -> None:
         self.spec = CorsSpec(False, frozenset())
@@ -162,7 +205,8 @@ class Cors:
             "Origins of browser pages allowed to call Dragoman (CORS): exact origins such as "
             "http://localhost:3000 (repeat the option or separate with commas), or * for any. Preflights are "
             "answered locally and answers carry Access-Control-Allow-Origin; requests from other origins are "
-            "refused with 403. Empty: no CORS handling, OPTIONS passes through.",
+            "refused with 403. Empty: no CORS handling, OPTIONS passes through; but while Dragoman holds upstream "
+            "keys and no client keys are set, requests from browser pages (Origin) are refused with 403.",
         )
 
     def configure(self, updated: set[str]) -> None:
@@ -180,7 +224,10 @@ class Cors:
         return origin.strip() if normalized is not None and normalized in self.spec.origins else None
 
     def request(self, flow: http.HTTPFlow) -> None:
-        if not self.spec.on or flow.response is not None or flow.error is not None or flow.is_replay:
+        if flow.response is not None or flow.error is not None or flow.is_replay:
+            return
+        if not self.spec.on:
+            self.guard(flow)
             return
         req = flow.request
         origin = req.headers.get("origin")
@@ -194,6 +241,32 @@ class Cors:
         else:
             req.headers.pop("origin", None)
             flow.metadata[ORIGIN_KEY] = allow_origin
+
+    def guard(self, flow: http.HTTPFlow) -> None:
+        """The default without ``dragoman_cors_origins``: no browser page spends the keys Dragoman holds."""
+        origin = browser_origin(flow.request.headers)
+        if origin is None or not guarded(flow) or not spends_own_keys():
+            return
+        info = ErrorInfo(
+            kind=ErrorKind.PERMISSION,
+            message=f"a browser page (origin {origin!r}) may not spend the upstream keys Dragoman holds: allow "
+            f"the page's origin with --set {OPTION}=ORIGIN, or configure client keys (dragoman_client_keys) "
+            "and send one",
+            status=403,
+        )
+        flow.response = http.Response.make(
+            403, error_body(info, client_protocol(flow)), {"content-type": "application/json"}
+        )
+        flow.metadata[METADATA_KEY] = "browser-refused"
+        logger.warning(
+            "flow %s: %s %s from browser origin %r refused (403): Dragoman holds upstream keys, no client keys "
+            "and no %s",
+            flow.id,
+            flow.request.method,
+            flow.request.path,
+            origin,
+            OPTION,
+        )
 
     def _preflight(self, flow: http.HTTPFlow, origin: str, allow_origin: str | None) -> None:
         if allow_origin is None:
@@ -224,8 +297,9 @@ class Cors:
             message=f"requests from origin {origin!r} are not allowed (dragoman_cors_origins)",
             status=403,
         )
-        shape = detect(flow.request.path) or hosts.client_shape(flow)
-        flow.response = http.Response.make(403, error_body(info, shape), {"content-type": "application/json"})
+        flow.response = http.Response.make(
+            403, error_body(info, client_protocol(flow)), {"content-type": "application/json"}
+        )
         flow.metadata[METADATA_KEY] = "refused"
         logger.warning(
             "flow %s: %s %s from origin %r refused (403)", flow.id, flow.request.method, flow.request.path, origin
