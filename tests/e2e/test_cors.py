@@ -11,6 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 from dragoman import demo as fu
+from dragoman.demo import FakeUpstream
 from dragoman.sse import SSEDecoder
 
 from .conftest import Proxy
@@ -145,3 +146,43 @@ def test_refused_upstream_502_is_readable_by_the_page(tmp_path):
     assert json.loads(raw)["type"] == "error"
     assert resp.getheader("access-control-allow-origin") == "https://app.example.com"
     assert resp.getheader("vary") == "Origin"
+
+
+def test_without_the_option_a_page_cannot_spend_dragomans_key(tmp_path):
+    """The default (no dragoman_cors_origins, an upstream key, no client keys): a drive-by page's text/plain POST
+    (no preflight needed) and its preflight are refused 403 and the upstream sees nothing; the same POST
+    without Origin (an SDK, curl) goes through with Dragoman's key."""
+    key = "sk-upstream-e2e-SECRET-41"
+    body = json.dumps({**BODY, "stream": False})
+    page = {"content-type": "text/plain;charset=UTF-8", "x-fake-scenario": "text"}
+    with FakeUpstream() as up:
+        proxy = Proxy("openai-chat", up, tmp_path, ["--set", f"dragoman_api_key={key}"])
+        conn = http.client.HTTPConnection("127.0.0.1", proxy.port, timeout=30)
+        try:
+            refused = []
+            for origin in ("https://evil.example", "null"):
+                conn.request("POST", "/v1/messages", body=body, headers={**page, "origin": origin})
+                resp = conn.getresponse()
+                refused.append((origin, resp, json.loads(resp.read())))
+            pre, _ = preflight(conn, "https://evil.example")
+            seen_before = list(up.requests)
+            conn.request("POST", "/v1/messages", body=body, headers=page)
+            plain = conn.getresponse()
+            answer = json.loads(plain.read())
+        finally:
+            conn.close()
+            proxy.stop()
+        log = proxy.log()
+        seen_after = list(up.requests)
+    for origin, resp, err in refused:
+        assert resp.status == 403 and resp.getheader("access-control-allow-origin") is None
+        assert err["type"] == "error" and err["error"]["type"] == "permission_error"
+        assert repr(origin) in err["error"]["message"]
+        assert "--set dragoman_cors_origins=ORIGIN" in err["error"]["message"]
+    assert pre.status == 403 and pre.getheader("access-control-allow-origin") is None
+    assert seen_before == []  # nothing reached the upstream
+    assert plain.status == 200 and answer["content"][0]["text"] == fu.TEXT
+    assert len(seen_after) == 1 and seen_after[0].headers["authorization"] == f"Bearer {key}"
+    warnings = [line for line in log.splitlines() if "from browser origin" in line]
+    assert len(warnings) == 3 and "'https://evil.example'" in warnings[0] and "/v1/messages" in warnings[0]
+    assert key not in log
