@@ -5,7 +5,9 @@ An Anthropic thinking block shown to a Responses client becomes a reasoning item
 text (Anthropic needs both back). A Responses reasoning item shown to an Anthropic client becomes a
 thinking block whose ``signature`` is ``RESPONSES_TAG + base64url(json)``, holding the item id and its
 ``encrypted_content``. On the next request the decoders unwrap them, so the upstream receives the
-original values. Native values never start with our tags, so they are never confused, and a carried
+original values. OpenRouter's Chat ``reasoning_details`` entries become a thinking ``signature``
+``OPENROUTER_TAG + base64url(json)`` (see ``dragoman.protocols.openai_chat.reasoning_details``), restored
+on the assistant message when the next request goes to a Chat upstream. Native values never start with our tags, so they are never confused, and a carried
 value is only ever unwrapped for the protocol it came from: encoders drop (and log) a carried value
 whose origin is not their own upstream.
 """
@@ -19,6 +21,7 @@ import orjson
 
 ANTHROPIC_TAG = "dragoman.v1.anthropic:"
 RESPONSES_TAG = "dragoman.v1.responses:"
+OPENROUTER_TAG = "dragoman.v1.openrouter:"
 
 
 def _pack(tag: str, payload: dict[str, Any]) -> str:
@@ -65,10 +68,31 @@ def unwrap_responses(value: str | None) -> dict[str, Any] | None:
     return _unpack(RESPONSES_TAG, value)
 
 
+def wrap_openrouter(payload: dict[str, Any]) -> str:
+    """OpenRouter ``reasoning_details`` (in the shape ``reasoning_details`` packs) -> a thinking ``signature``."""
+    return _pack(OPENROUTER_TAG, payload)
+
+
+def unwrap_openrouter(value: str | None) -> dict[str, Any] | None:
+    """Inverse of ``wrap_openrouter``, or None if not ours."""
+    if not value:
+        return None
+    return _unpack(OPENROUTER_TAG, value)
+
+
+def is_openrouter(value: str | None) -> bool:
+    return value is not None and value.startswith(OPENROUTER_TAG)
+
+
 def is_carried(value: str | None) -> bool:
     if not value:
         return False
-    return value.startswith(ANTHROPIC_TAG) or value.startswith(RESPONSES_TAG) or value == UNSIGNED
+    return (
+        value.startswith(ANTHROPIC_TAG)
+        or value.startswith(RESPONSES_TAG)
+        or value.startswith(OPENROUTER_TAG)
+        or value == UNSIGNED
+    )
 
 
 #: The signature an Anthropic client gets for a thinking block whose source had no signature

@@ -69,6 +69,8 @@ class AssistantMessage(WireModel):
     function_call: FunctionCall | None = None
     reasoning_content: str | None = None
     reasoning: str | None = None
+    #: OpenRouter's reasoning entries (``reasoning.text`` / ``.summary`` / ``.encrypted``), kept as they are
+    reasoning_details: list[Any] | None = None
     name: str | None = None
 
 
@@ -152,6 +154,8 @@ class ResponseMessage(WireModel):
     function_call: FunctionCall | None = None
     reasoning_content: str | None = None
     reasoning: str | None = None
+    #: OpenRouter's reasoning entries (``reasoning.text`` / ``.summary`` / ``.encrypted``), kept as they are
+    reasoning_details: list[Any] | None = None
 
 
 class Choice(WireModel):
@@ -187,6 +191,8 @@ class ChunkDelta(WireModel):
     content: str | list[dict[str, Any]] | None = None
     reasoning_content: str | None = None
     reasoning: str | None = None
+    #: OpenRouter's reasoning entries (``reasoning.text`` / ``.summary`` / ``.encrypted``), kept as they are
+    reasoning_details: list[Any] | None = None
     refusal: str | None = None
     tool_calls: list[ChunkToolCall] | None = None
 

@@ -2,7 +2,7 @@
 
 History comes in every shape third-party clients send: system/developer messages (leading ones become
 the system prompt, later ones stay in place), user content parts (images and files as ``data:`` URLs),
-assistant ``reasoning_content``/``reasoning``/Mistral ``thinking`` parts, refusals, tool calls (custom
+assistant ``reasoning_content``/``reasoning``/``reasoning_details``/Mistral ``thinking`` parts, refusals, tool calls (custom
 tools travel as function calls with one ``input`` argument), ``tool`` results and the legacy
 ``function_call``/``function`` pair (synthesized ids, answered in order by name).
 """
@@ -35,6 +35,7 @@ from dragoman.protocols._custom_args import unwrap_custom_args
 from dragoman.protocols._data_url import split_data_url
 from dragoman.protocols._wire import describe_validation_error
 from dragoman.protocols.openai_chat import models as m
+from dragoman.protocols.openai_chat import reasoning_details
 from dragoman.protocols.openai_chat.response import mistral_thinking
 
 _EFFORTS = {"minimal", "low", "medium", "high", "xhigh"}
@@ -286,8 +287,9 @@ def _system_message(msg: m.SystemMessage | m.DeveloperMessage, where: str, h: _H
 def _assistant_parts(msg: m.AssistantMessage, where: str, h: _History) -> list[Part]:
     parts: list[Part] = []
     reasoning = msg.reasoning_content if msg.reasoning_content is not None else msg.reasoning
-    if reasoning:
-        parts.append(ThinkingPart(text=reasoning))
+    thinking = reasoning_details.thinking_part(msg.reasoning_details, reasoning)
+    if thinking is not None:
+        parts.append(thinking)
     if isinstance(msg.content, str):
         if msg.content:
             parts.append(TextPart(msg.content))

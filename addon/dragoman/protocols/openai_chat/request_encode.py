@@ -12,7 +12,8 @@ Choices made for third-party Chat backends (DeepSeek, OpenRouter, vLLM, Ollama):
 * A refusal in history is sent as plain assistant text (``refusal`` on an input message is not
   understood by most third-party backends).
 * Thinking goes back as ``reasoning_content`` (DeepSeek and others require it around tool calls) when
-  ``ctx.chat_reasoning_field == "reasoning_content"``; signatures cannot be carried.
+  ``ctx.chat_reasoning_field == "reasoning_content"``; OpenRouter ``reasoning_details`` a Chat upstream gave
+  (carried in the thinking signature) go back as they came; other signatures cannot be carried.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from dragoman.ir.request import ToolResultPart
 from dragoman.protocols._custom_args import wrap_custom_args
 from dragoman.protocols._data_url import data_url
 from dragoman.protocols.base import Context
+from dragoman.protocols.openai_chat import reasoning_details
 
 UNANSWERED_TOOL_CALL = "tool call was not answered"
 CUSTOM_TOOL_PARAMETERS: dict[str, Any] = {
@@ -279,22 +281,13 @@ def _encode_tool_result(p: ToolResultPart, ms: _Messages, content: list[dict[str
 def _encode_assistant(msg: Message, ctx: Context, reasoning_field: bool) -> dict[str, Any]:
     texts: list[str] = []
     thinking: list[str] = []
+    details: list[dict[str, Any]] = []
     calls: list[dict[str, Any]] = []
     for p in msg.parts:
         if isinstance(p, (TextPart, RefusalPart)):
             texts.append(p.text)
         elif isinstance(p, ThinkingPart):
-            if p.signature and not is_unsigned(p.signature):
-                ctx.dropped.add("thinking.signature")
-            if p.encrypted_content:
-                ctx.dropped.add("reasoning.encrypted_content")
-            if p.redacted_data:
-                ctx.dropped.add("redacted_thinking")
-            if p.text:
-                if reasoning_field:
-                    thinking.append(p.text)
-                else:
-                    ctx.dropped.add("thinking")
+            _thinking(p, ctx, thinking if reasoning_field else None, details)
         elif isinstance(p, ToolCallPart):
             args = wrap_custom_args(p.arguments) if p.kind == "custom" else (p.arguments or "{}")
             calls.append({"id": p.id, "type": "function", "function": {"name": p.name, "arguments": args}})
@@ -303,6 +296,27 @@ def _encode_assistant(msg: Message, ctx: Context, reasoning_field: bool) -> dict
     out: dict[str, Any] = {"role": "assistant", "content": "".join(texts) if texts or not calls else None}
     if thinking:
         out["reasoning_content"] = "".join(thinking)
+    if details:
+        out["reasoning_details"] = details
     if calls:
         out["tool_calls"] = calls
     return out
+
+
+def _thinking(p: ThinkingPart, ctx: Context, thinking: list[str] | None, details: list[dict[str, Any]]) -> None:
+    """A thinking part: OpenRouter ``reasoning_details`` it carries back as they came, its text into
+    ``thinking`` (``reasoning_content``; None: not sent); what cannot be carried named in ``ctx.dropped``."""
+    restored = reasoning_details.restore(p.signature, p.text, ctx.dropped)
+    if restored is not None:
+        details.extend(restored[0])
+    elif p.signature and not is_unsigned(p.signature):
+        ctx.dropped.add("thinking.signature")
+    if p.encrypted_content:
+        ctx.dropped.add("reasoning.encrypted_content")
+    if p.redacted_data:
+        ctx.dropped.add("redacted_thinking")
+    if p.text:
+        if thinking is not None:
+            thinking.append(p.text)
+        elif restored is None or not restored[1]:  # else the text went back in reasoning_details
+            ctx.dropped.add("thinking")

@@ -1,7 +1,8 @@
 """Whole Chat Completions responses both ways, and the usage, id and content helpers the streams share.
 
-Decoding reads choice 0 (any other choice, n > 1, is named in ``ctx.dropped``); reasoning arrives as ``reasoning_content`` (DeepSeek, vLLM), ``reasoning``
-(OpenRouter) or Mistral ``thinking`` content parts. Encoding writes one choice with ``content``,
+Decoding reads choice 0 (any other choice, n > 1, is named in ``ctx.dropped``); reasoning arrives as
+``reasoning_content`` (DeepSeek, vLLM), ``reasoning`` or ``reasoning_details`` (OpenRouter, see
+``reasoning_details``) or Mistral ``thinking`` content parts. Encoding writes one choice with ``content``,
 ``refusal``, ``reasoning_content`` and ``tool_calls`` (custom tools wrapped as function calls).
 """
 
@@ -30,6 +31,7 @@ from dragoman.protocols._custom_args import wrap_custom_args
 from dragoman.protocols._wire import describe_validation_error
 from dragoman.protocols.base import Context
 from dragoman.protocols.openai_chat import models as m
+from dragoman.protocols.openai_chat import reasoning_details
 
 #: what ``ctx.dropped`` names when an upstream answered with several choices (n > 1): all but choice 0
 DROPPED_CHOICES = "choices[1:]"
@@ -131,8 +133,9 @@ def _message_content(msg: m.ResponseMessage, ctx: Context) -> list[OutputPart]:
     """Reasoning, text and refusal of the reply, in that order."""
     content: list[OutputPart] = []
     reasoning = msg.reasoning_content if msg.reasoning_content is not None else msg.reasoning
-    if reasoning:
-        content.append(ThinkingPart(text=reasoning))
+    thinking = reasoning_details.thinking_part(msg.reasoning_details, reasoning)
+    if thinking is not None:
+        content.append(thinking)
     if isinstance(msg.content, str):
         if msg.content:
             content.append(TextPart(msg.content))

@@ -11,7 +11,8 @@ is passed through untranslated and gets them all).
 Chunks are read with ``orjson`` and plain dict access (no pydantic on the hot path, see ``models``):
 ``feed`` handles the envelope and the three deltas of nearly every chunk inline (text, tool-call
 arguments, DeepSeek/vLLM ``reasoning_content``: a call per event measured ~2 % of the decoder) and hands
-every other delta to one method per item type (reasoning, content parts, refusal, tool calls).
+every other delta to one method per item type (reasoning incl. OpenRouter's ``reasoning_details``, see
+``reasoning_details``, content parts, refusal, tool calls).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from dragoman.ir.events import BlockStop
 from dragoman.ir.events import MessageDelta
 from dragoman.ir.events import MessageStart
 from dragoman.ir.events import MessageStop
+from dragoman.ir.events import SignatureDelta
 from dragoman.ir.events import StreamError
 from dragoman.ir.events import StreamEvent
 from dragoman.ir.events import TextDelta
@@ -43,6 +45,7 @@ from dragoman.protocols._custom_args import unwrap_custom_args
 from dragoman.protocols.base import Context
 from dragoman.protocols.base import StreamDecoder
 from dragoman.protocols.openai_chat.errors import error_info_from_object
+from dragoman.protocols.openai_chat.reasoning_details import Details
 from dragoman.protocols.openai_chat.response import DROPPED_CHOICES
 from dragoman.protocols.openai_chat.response import decode_usage
 from dragoman.protocols.openai_chat.response import mistral_thinking
@@ -97,6 +100,7 @@ class ChatStreamDecoder(StreamDecoder):
         #: arguments of the open (non-custom) tool calls, checked as JSON at the finish_reason
         self._args = ToolArgs()
         self._other_choices = False  # a choice other than 0 was seen (and dropped)
+        self._rd: Details | None = None  # the open thinking block's OpenRouter reasoning_details
 
     # -- interface
 
@@ -238,7 +242,7 @@ class ChatStreamDecoder(StreamDecoder):
         if self._cur_kind is kind:
             return self._cur
         if self._cur_kind is not None:
-            out.append(BlockStop(self._cur))
+            self._stop_current(out)
         idx = self._new_block()
         self._cur = idx
         self._cur_kind = kind
@@ -247,8 +251,15 @@ class ChatStreamDecoder(StreamDecoder):
 
     def _close_current(self, out: list[StreamEvent]) -> None:
         if self._cur_kind is not None:
-            out.append(BlockStop(self._cur))
+            self._stop_current(out)
             self._cur_kind = None
+
+    def _stop_current(self, out: list[StreamEvent]) -> None:
+        """Stop the open block (text/thinking/refusal), after a thinking block's reasoning_details."""
+        rd, self._rd = self._rd, None
+        if rd is not None and (sig := rd.signature()) is not None:
+            out.append(SignatureDelta(self._cur, signature=sig))
+        out.append(BlockStop(self._cur))
 
     # -- deltas: one method per item type
 
@@ -268,26 +279,19 @@ class ChatStreamDecoder(StreamDecoder):
             self.ctx.dropped.add("delta.annotations")
 
     def _reasoning(self, delta: dict[str, Any], out: list[StreamEvent]) -> None:
-        """``reasoning_content`` (DeepSeek, vLLM), ``reasoning`` or ``reasoning_details`` (OpenRouter)."""
-        r = delta.get("reasoning_content")
-        if not r:
-            r = delta.get("reasoning")
+        """``reasoning_details`` (OpenRouter: their text, if they have a text field, is the thinking text;
+        the entries become the block's signature), else ``reasoning_content`` (DeepSeek, vLLM) or ``reasoning``."""
+        rd = delta.get("reasoning_details")
+        if rd and isinstance(rd, list) and any(isinstance(d, dict) for d in rd):
+            idx = self._switch(_THINKING, out)
+            acc = self._rd = self._rd or Details()
+            texts = acc.feed(rd)
+            out.extend(ThinkingDelta(idx, t, summary=summary) for t, summary in texts if t)
+            if texts:
+                return
+        r = delta.get("reasoning_content") or delta.get("reasoning")
         if r and isinstance(r, str):
             out.append(ThinkingDelta(self._switch(_THINKING, out), r))
-            return
-        rd = delta.get("reasoning_details")
-        if not rd or not isinstance(rd, list):
-            return
-        for d in rd:
-            if not isinstance(d, dict):
-                continue
-            t = d.get("type")
-            if t == "reasoning.text" and d.get("text"):
-                out.append(ThinkingDelta(self._switch(_THINKING, out), d["text"]))
-            elif t == "reasoning.summary" and d.get("summary"):
-                out.append(ThinkingDelta(self._switch(_THINKING, out), d["summary"], summary=True))
-            elif t == "reasoning.encrypted":
-                self.ctx.dropped.add("reasoning_details.encrypted")
 
     def _content(self, c: Any, out: list[StreamEvent]) -> None:
         """``content``: a string, or parts (text, Mistral ``thinking``)."""

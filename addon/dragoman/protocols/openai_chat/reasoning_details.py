@@ -1,0 +1,151 @@
+"""OpenRouter's ``reasoning_details`` on Chat: thinking text out, the entries carried in the signature, restored.
+
+OpenRouter gives reasoning as entries: ``reasoning.text`` (``text``, optionally ``signature``),
+``reasoning.summary`` (``summary``) and ``reasoning.encrypted`` (``data``), each with ``id``, ``format`` and
+``index``; the next request hands them back on the assistant message for reasoning continuity. Streamed, an
+entry arrives in pieces sharing its ``index``: their text is appended, a later non-null value of any other
+field wins (a whole message's entries are read by the same code, one piece each, so streamed and whole agree).
+
+The thinking text is the text of the text/summary entries, a blank line between two entries (as the
+official SDKs join Responses summary parts). The entries themselves become the thinking ``signature``
+(``carry.wrap_openrouter``), their text fields emptied and replaced by the text's segments (entry, length):
+the text travels once, as the thinking text the client sends back, and a stream decoder holds none of it.
+``restore`` rebuilds the entries for a Chat upstream; when the client's thinking text no longer matches the
+segments, the entries that had text are left out (``reasoning_details.text`` in ``ctx.dropped``): a signed
+text cannot be rebuilt from another text.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dragoman.ir import carry
+from dragoman.ir.common import Dropped
+from dragoman.ir.request import ThinkingPart
+
+SEPARATOR = "\n\n"
+#: the field holding an entry's text, by entry type
+TEXT_FIELD = {"reasoning.text": "text", "reasoning.summary": "summary"}
+DROPPED_TEXT = "reasoning_details.text"
+
+
+class Details:
+    """The entries of one thinking block, their text replaced by segments ``[entry, length]``."""
+
+    __slots__ = ("entries", "segments", "_by_index")
+
+    def __init__(self) -> None:
+        self.entries: list[dict[str, Any]] = []
+        self.segments: list[list[int]] = []  # in text order; consecutive pieces of one entry share one
+        self._by_index: dict[Any, int] = {}
+
+    def add(self, d: dict[str, Any]) -> tuple[str | None, bool]:
+        """Merge an entry (or a piece of one). Returns the thinking text it adds (None: it has no text
+        field; a blank line first when another entry's text came before) and whether it is a summary."""
+        key = d.get("index")
+        pos = self._by_index.get(key) if key is not None and not isinstance(key, (dict, list)) else None
+        if pos is None:
+            pos = len(self.entries)
+            self.entries.append({})
+            if key is not None and not isinstance(key, (dict, list)):
+                self._by_index[key] = pos
+        entry = self.entries[pos]
+        field = TEXT_FIELD.get(d.get("type") or entry.get("type"))  # type: ignore[arg-type]
+        text: str | None = None
+        for k, v in d.items():
+            if k == field and isinstance(v, str):
+                text = v
+                entry[k] = ""
+            elif k not in entry or v is not None:
+                entry[k] = v
+        if not text:
+            return text, field == "summary"
+        segs = self.segments
+        if segs and segs[-1][0] == pos:
+            segs[-1][1] += len(text)
+            return text, field == "summary"
+        segs.append([pos, len(text)])
+        return (SEPARATOR + text if len(segs) > 1 else text), field == "summary"
+
+    def feed(self, details: list[Any]) -> list[tuple[str, bool]]:
+        """Merge entries; the (thinking text, is a summary) of each one that has a text field."""
+        out: list[tuple[str, bool]] = []
+        for d in details:
+            if isinstance(d, dict):
+                text, summary = self.add(d)
+                if text is not None:
+                    out.append((text, summary))
+        return out
+
+    def signature(self) -> str | None:
+        """The carried entries, or None when there were none."""
+        if not self.entries:
+            return None
+        return carry.wrap_openrouter({"e": self.entries, "s": self.segments})
+
+
+def decode(details: list[Any]) -> tuple[str | None, bool, str | None]:
+    """A whole message's ``reasoning_details`` -> (thinking text, or None when no entry has a text field;
+    whether it is a summary; the signature)."""
+    acc = Details()
+    texts = acc.feed(details)
+    text = "".join(t for t, _ in texts) if texts else None
+    return text, any(summary for t, summary in texts if t), acc.signature()
+
+
+def thinking_part(details: list[Any] | None, reasoning: str | None) -> ThinkingPart | None:
+    """A message's reasoning -> ThinkingPart: ``reasoning_details`` as the stream decoder reads them (their
+    text if they have a text field, else ``reasoning``), or ``reasoning`` alone; None when there is none."""
+    if details:
+        text, summary, signature = decode(details)
+        if text is None:
+            text, summary = reasoning or "", False
+        if text or signature:
+            return ThinkingPart(text=text, signature=signature, summary=summary)
+    return ThinkingPart(text=reasoning) if reasoning else None
+
+
+def restore(signature: str | None, text: str, dropped: Dropped) -> tuple[list[dict[str, Any]], bool] | None:
+    """The entries a thinking signature carries, with their text cut from ``text``, and whether ``text`` is
+    in them; None when the signature is not ours. If ``text`` does not match, the entries that had text
+    are left out and named in ``dropped``."""
+    payload = carry.unwrap_openrouter(signature)
+    if payload is None:
+        return None
+    entries, segments = payload.get("e"), payload.get("s")
+    if not isinstance(entries, list) or not isinstance(segments, list):
+        return None
+    entries = [dict(e) for e in entries if isinstance(e, dict)]
+    if not segments:  # no entry had text (the thinking text, if any, came from ``reasoning``)
+        return entries, not text
+    texts = _split(text, segments, len(entries))
+    if texts is None:
+        dropped.add(DROPPED_TEXT)
+        with_text = {s[0] for s in segments if isinstance(s, list) and s}
+        return [e for pos, e in enumerate(entries) if pos not in with_text], False
+    for pos, parts in texts.items():
+        field = TEXT_FIELD.get(entries[pos].get("type"))
+        if field is not None:
+            entries[pos][field] = "".join(parts)
+    return entries, True
+
+
+def _split(text: str, segments: list[Any], n_entries: int) -> dict[int, list[str]] | None:
+    """The text of each entry, cut along the segments; None when ``text`` does not match them."""
+    out: dict[int, list[str]] = {}
+    at = 0
+    for i, seg in enumerate(segments):
+        if not (isinstance(seg, list) and len(seg) == 2 and all(type(x) is int for x in seg)):
+            return None
+        pos, n = seg
+        if not 0 <= pos < n_entries or n < 0:
+            return None
+        if i:
+            if not text.startswith(SEPARATOR, at):
+                return None
+            at += len(SEPARATOR)
+        if at + n > len(text):
+            return None
+        out.setdefault(pos, []).append(text[at : at + n])
+        at += n
+    return out if at == len(text) else None
