@@ -245,3 +245,33 @@ def test_hundreds_of_clients_connecting_at_once():
                 s.close()
     assert len(answers) == 300 and all(a.startswith(b"HTTP/1.1 200 OK\r\n") for a in answers)
     assert len(up.requests) == 300
+
+
+def _loop(first: list, thinking: dict | None = None) -> dict:
+    body = {
+        "model": "m",
+        "max_tokens": 100,
+        "messages": [
+            {"role": "user", "content": "time?"},
+            {"role": "assistant", "content": [*first, {"type": "tool_use", "id": "t1", "name": "now", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "12:00"}]},
+        ],
+    }
+    if thinking is not None:
+        body["thinking"] = thinking
+    return body
+
+
+def test_anthropic_fake_rejects_a_thinking_tool_loop_without_its_thinking_block(fake):
+    """As the real API: thinking enabled + the answered assistant turn not starting with thinking -> 400."""
+    on = {"type": "enabled", "budget_tokens": 1024}
+    resp, data = post(fake, PATHS["anthropic"], _loop([{"type": "text", "text": "checking"}], on))
+    err = json.loads(data)["error"]
+    assert resp.status == 400 and err["type"] == "invalid_request_error"
+    assert err["message"].startswith(
+        "messages.1.content.0.type: Expected `thinking` or `redacted_thinking`, but found `text`"
+    )
+    signed = [{"type": "thinking", "thinking": "hm", "signature": "sig"}]
+    for body in (_loop([], None), _loop(signed, on), _loop([{"type": "redacted_thinking", "data": "x"}], on)):
+        resp, _ = post(fake, PATHS["anthropic"], body)
+        assert resp.status == 200

@@ -18,6 +18,33 @@ def error_body(kind: str, message: str) -> dict[str, Any]:
     return {"type": "error", "error": {"type": kind, "message": message}}
 
 
+#: the real API's answer (400 invalid_request_error) to a thinking request whose tool loop lost its thinking
+UNSIGNED_TOOL_LOOP = (
+    "messages.{i}.content.0.type: Expected `thinking` or `redacted_thinking`, but found `{found}`. When "
+    "`thinking` is enabled, a final `assistant` message must start with a thinking block (preceeding the "
+    "lastmost set of `tool_use` and `tool_result` blocks). We recommend you include thinking blocks from "
+    "previous turns. To avoid this requirement, disable `thinking`."
+)
+
+
+def request_problem(body: dict[str, Any]) -> str | None:
+    """What the real API rejects that a translator can get wrong: with ``thinking`` enabled, the assistant
+    turn whose ``tool_use`` the final user turn answers must start with a thinking block."""
+    if (body.get("thinking") or {}).get("type") != "enabled":
+        return None
+    messages = body.get("messages") or []
+    if len(messages) < 2 or messages[-1].get("role") != "user" or messages[-2].get("role") != "assistant":
+        return None
+    answer, turn = messages[-1].get("content"), messages[-2].get("content")
+    if not isinstance(answer, list) or not any(b.get("type") == "tool_result" for b in answer):
+        return None
+    if not isinstance(turn, list) or not any(b.get("type") == "tool_use" for b in turn):
+        return None
+    if turn[0].get("type") in ("thinking", "redacted_thinking"):
+        return None
+    return UNSIGNED_TOOL_LOOP.format(i=len(messages) - 2, found=turn[0].get("type"))
+
+
 def rate_limited(message: str) -> Reply:
     return Reply(429, {"retry-after": "7"}, error_body("rate_limit_error", message))
 

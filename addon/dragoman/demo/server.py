@@ -30,7 +30,9 @@ from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 
+from dragoman.demo import anthropic
 from dragoman.demo.scenarios import SCENARIOS
+from dragoman.demo.wire import ANTHROPIC
 from dragoman.demo.wire import LAST_CHUNK
 from dragoman.demo.wire import Reply
 from dragoman.demo.wire import Request
@@ -213,6 +215,10 @@ class FakeUpstream:
         if protocol is None or not isinstance(body, dict):
             msg = "fake upstream: unknown path or bad body"
             writer.write(_json(404 if protocol is None else 400, _invalid(msg)))
+            return True
+        problem = anthropic.request_problem(body) if protocol == ANTHROPIC else None
+        if problem is not None:
+            writer.write(_json(400, anthropic.error_body("invalid_request_error", problem)))
             return True
         request = Request.of(protocol, body, incoming.headers)
         name = "answer"

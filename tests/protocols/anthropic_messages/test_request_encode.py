@@ -258,3 +258,63 @@ def test_reasoning_mapping(reasoning, max_tokens, thinking, effort):
     on = thinking is not None and thinking["type"] != "disabled"
     assert ("temperature" in wire) == (not on)
     assert ("temperature" in ctx.dropped.fields) == on
+
+
+def _tool_loop(first: list) -> Request:
+    """A Chat-style tool loop: user, assistant (``first`` + a tool call), the tool's result."""
+    return Request(
+        model="m",
+        max_tokens=8000,
+        reasoning=Reasoning(effort="medium"),
+        temperature=0.2,
+        tools=[Tool(name="get_time", parameters={"type": "object"})],
+        messages=[
+            Message("user", [TextPart("what time is it?")]),
+            Message("assistant", [*first, ToolCallPart(id="toolu_1", name="get_time", arguments="{}")]),
+            Message("user", [ToolResultPart("toolu_1", [TextPart("12:00")])]),
+        ],
+    )
+
+
+@pytest.mark.parametrize(
+    "first",
+    [
+        [],  # a Chat client: no thinking in its history at all
+        [ThinkingPart(text="let me look")],  # reasoning_content without a signature (dropped as unsigned)
+        [TextPart("checking"), ThinkingPart(text="t", signature="sig-1")],  # signed, but not first
+    ],
+    ids=["no-thinking", "unsigned", "signed-not-first"],
+)
+def test_tool_loop_without_a_signed_thinking_block_goes_without_thinking(first):
+    """The API answers 400 ("a final assistant message must start with a thinking block") to such a
+    request with thinking on: it goes without thinking (recorded) instead, temperature kept."""
+    wire, ctx = enc(_tool_loop(first))
+    assert wire["messages"][-1]["content"] == [
+        {"type": "tool_result", "tool_use_id": "toolu_1", "content": [{"type": "text", "text": "12:00"}]}
+    ]
+    assert "thinking" not in wire
+    assert "thinking.tool_loop_without_signature" in ctx.dropped.fields
+    assert wire["temperature"] == 0.2 and "temperature" not in ctx.dropped.fields
+
+
+@pytest.mark.parametrize(
+    "first",
+    [[ThinkingPart(text="let me look", signature="sig-1")], [ThinkingPart(redacted_data="opaque")]],
+    ids=["signed", "redacted"],
+)
+def test_tool_loop_with_a_signed_thinking_block_keeps_thinking(first):
+    wire, ctx = enc(_tool_loop(first))
+    assert wire["messages"][1]["content"][0]["type"] in ("thinking", "redacted_thinking")
+    assert wire["thinking"] == {"type": "enabled", "budget_tokens": 7999}
+    assert "thinking.tool_loop_without_signature" not in ctx.dropped.fields
+
+
+def test_a_fresh_user_turn_after_a_finished_tool_loop_keeps_thinking():
+    req = _tool_loop([])
+    req.messages += [
+        Message("assistant", [TextPart("It is noon.")]),
+        Message("user", [TextPart("thanks, and tomorrow?")]),
+    ]
+    wire, ctx = enc(req)
+    assert wire["thinking"]["type"] == "enabled"
+    assert "thinking.tool_loop_without_signature" not in ctx.dropped.fields

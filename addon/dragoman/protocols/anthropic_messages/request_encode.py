@@ -15,6 +15,11 @@
 * ``Reasoning``: ``budget_tokens`` as given; an effort -> budget per ``EFFORT_BUDGET`` (clamped below
   ``max_tokens``, at least 1024, else dropped); ``adaptive`` -> ``{"type":"adaptive"}`` plus
   ``output_config.effort``. With thinking on, ``temperature``/``top_k`` are dropped (the API rejects them).
+* Thinking in a tool loop: with thinking on, the API rejects a request whose last assistant turn (the one
+  whose ``tool_use`` blocks the final user turn answers) does not start with a signed ``thinking`` /
+  ``redacted_thinking`` block (a Chat client's history never carries one, an edited one was dropped). Such a
+  request goes without ``thinking`` (``thinking.tool_loop_without_signature`` recorded) instead of failing
+  with a 400; the next fresh user turn thinks again.
 * ``response_format`` json_schema -> ``output_config.format`` ``{"type":"json_schema","schema":...}``.
 * Custom (freeform) tools are offered as a function with one required string property ``input``.
 """
@@ -334,6 +339,19 @@ def _put_sampling(out: dict[str, Any], req: Request, thinking_on: bool, ctx: Con
             out["top_k"] = req.top_k
 
 
+def _unsigned_tool_loop(messages: list[dict[str, Any]]) -> bool:
+    """True when the final user turn answers ``tool_use`` blocks of an assistant turn that does not start
+    with a signed thinking block: the API's "a final assistant message must start with a thinking block"."""
+    if len(messages) < 2 or messages[-1]["role"] != "user" or messages[-2]["role"] != "assistant":
+        return False
+    answer, turn = messages[-1]["content"], messages[-2]["content"]
+    if isinstance(answer, str) or not any(b.get("type") == "tool_result" for b in answer):
+        return False
+    if isinstance(turn, str) or not any(b.get("type") == "tool_use" for b in turn):
+        return False
+    return turn[0].get("type") not in ("thinking", "redacted_thinking")
+
+
 # ---------------------------------------------------------------- the request
 
 
@@ -346,6 +364,9 @@ def encode_request(req: Request, ctx: Context) -> dict[str, Any]:
     turns = _fix_tool_pairs(_build_turns(messages, ctx), ctx)
     out["messages"] = [{"role": t.role, "content": t.content()} for t in turns]
     max_tokens, thinking, effort = _limits(req, ctx)
+    if thinking is not None and thinking["type"] == "enabled" and _unsigned_tool_loop(out["messages"]):
+        ctx.dropped.add("thinking.tool_loop_without_signature")
+        thinking = None
     out["max_tokens"] = max_tokens
     if thinking is not None:
         out["thinking"] = thinking
