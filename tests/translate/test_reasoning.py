@@ -31,6 +31,7 @@ from dragoman.translate.response import translate_response
 from dragoman.translate.stream import StreamTranslator
 from protocols.openai_chat.test_reasoning_details import CASES
 from protocols.openai_chat.test_reasoning_details import ENC
+from protocols.openai_chat.test_reasoning_details import SIG
 from protocols.openai_chat.test_reasoning_details import stream as chat_stream
 from protocols.openai_chat.test_reasoning_details import whole as chat_whole
 from validators import anthropic as va
@@ -239,12 +240,23 @@ def test_openrouter_details_round_trip_through_an_anthropic_client(name, streame
     assert assistant["content"] == "Hello there." and assistant["reasoning_content"] == thinking
     assert ENC not in json.dumps([m for m in up["messages"] if m is not assistant])
     assert ctx.dropped.fields == []
-    # an Anthropic upstream never gets the carried value as a signature
+    # an Anthropic upstream never gets the carried value as a signature: entries in Anthropic's format are
+    # Claude's own blocks again (signature and redacted data as OpenRouter gave them), others are dropped
     ctx = Context()
     nxt = _anthropic_next_turn(content)
     cr = get_codec(A).decode_request(json.loads(nxt))
     enc = get_codec(A).encode_request(cr, ctx)
-    assert carry.OPENROUTER_TAG not in json.dumps(enc) and "thinking_without_signature" in ctx.dropped.fields
+    assert carry.OPENROUTER_TAG not in json.dumps(enc)
+    if name == "anthropic-model":
+        assert enc["messages"][1]["content"] == [
+            {"type": "thinking", "thinking": thinking, "signature": SIG},
+            {"type": "redacted_thinking", "data": ENC},
+            {"type": "text", "text": "Hello there."},
+        ]
+        assert ctx.dropped.fields == []
+    else:
+        assert enc["messages"][1]["content"] == [{"type": "text", "text": "Hello there."}]
+        assert "thinking_without_signature" in ctx.dropped.fields
 
 
 @pytest.mark.parametrize("streamed", [True, False], ids=["stream", "whole"])

@@ -122,7 +122,11 @@ def test_response_encode():
     assert out["choices"][0]["message"]["reasoning_content"] == "hm"
     assert parsed.choices[0].finish_reason == "tool_calls"
     assert parsed.usage.total_tokens == 13 and parsed.usage.prompt_tokens_details.cached_tokens == 4
-    assert "thinking_signature" in ctx.dropped.fields
+    # Claude's signature goes out in OpenRouter's reasoning_details, so a Chat client can hand it back
+    assert out["choices"][0]["message"]["reasoning_details"] == [
+        {"type": "reasoning.text", "text": "hm", "index": 0, "signature": "s", "format": "anthropic-claude-v1"}
+    ]
+    assert "thinking_signature" not in ctx.dropped.fields
     # round trip through the decoder
     back = CODEC.decode_response(out, Context())
     assert back.content[1:] == [TextPart("ab"), ToolCallPart(id="t", name="f", arguments='{"x":1}')]

@@ -100,7 +100,13 @@ def test_stream_encoder_accumulated_by_sdk():
     assert completion.usage.prompt_tokens_details.cached_tokens == 5
     reasoning = "".join(getattr(c.choices[0].delta, "reasoning_content", None) or "" for c in chunks if c.choices)
     assert reasoning == "let me think"
-    assert {"thinking_signature", "redacted_thinking"} <= set(ctx.dropped.fields)
+    # the signature and the redacted block go out as OpenRouter reasoning_details, which the SDK's accumulator
+    # assembles into exactly the entries a whole response carries
+    assert getattr(msg, "reasoning_details", None) == [
+        {"type": "reasoning.text", "text": "let me think", "index": 0, "signature": "sig", "format": "anthropic-claude-v1"},
+        {"type": "reasoning.encrypted", "data": "xx", "format": "anthropic-claude-v1", "index": 1},
+    ]
+    assert ctx.dropped.fields == []
     assert json.loads(data.split(b"\n\n")[-3][6:])["choices"] == []  # the usage chunk
 
 

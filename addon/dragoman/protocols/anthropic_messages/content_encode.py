@@ -1,8 +1,11 @@
 """IR parts -> Anthropic content blocks, one function per block type (requests toward an Anthropic upstream).
 
 * Thinking in history: native signature -> ``thinking``; ``redacted_data`` -> ``redacted_thinking``;
-  ``encrypted_content`` carried with ``carry.ANTHROPIC_TAG`` -> the original block; anything else has no
-  valid signature, is dropped and recorded (``thinking_without_signature``).
+  ``encrypted_content`` carried with ``carry.ANTHROPIC_TAG`` -> the original block; OpenRouter
+  ``reasoning_details`` a Chat client handed back (``carry.OPENROUTER_TAG``) -> one block per entry in
+  Anthropic's format (``reasoning.text`` with its signature -> ``thinking``, ``reasoning.encrypted`` ->
+  ``redacted_thinking``); anything else has no valid signature, is dropped and recorded
+  (``thinking_without_signature``).
 * A ``data:`` URL image/document becomes a base64 source; a ``text/*`` file becomes a text document.
 * Custom (freeform) tool calls carry their raw input as ``{"input": <string>}``.
 """
@@ -15,6 +18,7 @@ from typing import Any
 import orjson
 
 from dragoman.ir import carry
+from dragoman.ir import openrouter
 from dragoman.ir.request import CUSTOM_TOOL_PARAM
 from dragoman.ir.request import FilePart
 from dragoman.ir.request import ImagePart
@@ -109,6 +113,28 @@ def _thinking_block(p: ThinkingPart, ctx: Context) -> dict[str, Any] | None:
     return None
 
 
+def _openrouter_blocks(p: ThinkingPart, ctx: Context) -> list[dict[str, Any]] | None:
+    """The Anthropic blocks in the OpenRouter entries a thinking signature carries (None: it carries none).
+    An entry is sent only when its ``format`` says Anthropic made it; the others are dropped and named."""
+    restored = openrouter.restore(p.signature, p.text, ctx.dropped)
+    if restored is None:
+        return None
+    blocks: list[dict[str, Any]] = []
+    for e in restored[0]:
+        kind, sig, data = e.get("type"), e.get("signature"), e.get("data")
+        anthropic = e.get("format") == openrouter.ANTHROPIC_FORMAT
+        if anthropic and kind == "reasoning.text" and isinstance(sig, str) and sig and not carry.is_carried(sig):
+            text = e.get("text")
+            blocks.append({"type": "thinking", "thinking": text if isinstance(text, str) else "", "signature": sig})
+        elif anthropic and kind == "reasoning.encrypted" and isinstance(data, str) and data:
+            blocks.append({"type": "redacted_thinking", "data": data})
+        else:  # another provider's entry, or one without Claude's signature
+            ctx.dropped.add("thinking_without_signature")
+    if not restored[0]:
+        ctx.dropped.add("thinking_without_signature")
+    return blocks
+
+
 def _tool_result_block(p: ToolResultPart, ctx: Context) -> dict[str, Any]:
     block: dict[str, Any] = {"type": "tool_result", "tool_use_id": p.tool_call_id}
     content = [b for b in (part_block(c, ctx) for c in p.content) if b is not None]
@@ -117,6 +143,17 @@ def _tool_result_block(p: ToolResultPart, ctx: Context) -> dict[str, Any]:
     if p.is_error:
         block["is_error"] = True
     return block
+
+
+def part_blocks(p: Part, ctx: Context) -> list[dict[str, Any]]:
+    """One IR part -> its content blocks: one, or none, except for thinking a Chat client handed back as
+    several OpenRouter entries."""
+    if type(p) is ThinkingPart and carry.is_openrouter(p.signature) and not p.redacted_data:
+        blocks = _openrouter_blocks(p, ctx)
+        if blocks is not None:
+            return blocks
+    b = part_block(p, ctx)
+    return [] if b is None else [b]
 
 
 def part_block(p: Part, ctx: Context) -> dict[str, Any] | None:

@@ -36,7 +36,7 @@ from dragoman.ir.request import Message
 from dragoman.ir.request import Request
 from dragoman.ir.request import TextPart
 from dragoman.ir.request import Tool
-from dragoman.protocols.anthropic_messages.content_encode import part_block
+from dragoman.protocols.anthropic_messages.content_encode import part_blocks
 from dragoman.protocols.base import Context
 
 DEFAULT_MAX_TOKENS = 8192
@@ -95,15 +95,13 @@ def _message_blocks(msg: Message, ctx: Context) -> tuple[str, list[Block], list[
     results: list[Block] = []
     blocks: list[Block] = []
     for p in msg.parts:
-        b = part_block(p, ctx)
-        if b is None:
-            continue
-        if b["type"] != "tool_result":
-            blocks.append(b)
-        elif msg.role == "user":
-            results.append(b)
-        else:
-            ctx.dropped.add("tool_result_in_assistant_turn")
+        for b in part_blocks(p, ctx):
+            if b["type"] != "tool_result":
+                blocks.append(b)
+            elif msg.role == "user":
+                results.append(b)
+            else:
+                ctx.dropped.add("tool_result_in_assistant_turn")
     return msg.role, results, blocks
 
 

@@ -13,6 +13,14 @@ the text travels once, as the thinking text the client sends back, and a stream 
 ``restore`` rebuilds the entries for a Chat upstream; when the client's thinking text no longer matches the
 segments, the entries that had text are left out (``reasoning_details.text`` in ``ctx.dropped``): a signed
 text cannot be rebuilt from another text.
+
+Toward a Chat client, every thinking block of an answer is one entry (``index`` 0, 1, ... in block order)
+beside ``reasoning_content``, so OpenRouter-aware clients hand Claude's signature back: a ``reasoning.text``
+(its ``signature`` and ``format: anthropic-claude-v1`` when Anthropic signed it) or, for
+``redacted_thinking``, a ``reasoning.encrypted`` holding its ``data``. Streamed, the text goes out in pieces
+and the signature and format in a last piece with empty text: each field appears once per entry, so the
+official SDK's accumulator (which concatenates strings) and OpenRouter's clients assemble the same entry as
+the whole response carries.
 """
 
 from __future__ import annotations
@@ -20,13 +28,12 @@ from __future__ import annotations
 from typing import Any
 
 from dragoman.ir import carry
-from dragoman.ir.common import Dropped
+from dragoman.ir.openrouter import ANTHROPIC_FORMAT
+from dragoman.ir.openrouter import DROPPED_TEXT as DROPPED_TEXT
+from dragoman.ir.openrouter import SEPARATOR
+from dragoman.ir.openrouter import TEXT_FIELD
+from dragoman.ir.openrouter import restore as restore
 from dragoman.ir.request import ThinkingPart
-
-SEPARATOR = "\n\n"
-#: the field holding an entry's text, by entry type
-TEXT_FIELD = {"reasoning.text": "text", "reasoning.summary": "summary"}
-DROPPED_TEXT = "reasoning_details.text"
 
 
 class Details:
@@ -105,47 +112,31 @@ def thinking_part(details: list[Any] | None, reasoning: str | None) -> ThinkingP
     return ThinkingPart(text=reasoning) if reasoning else None
 
 
-def restore(signature: str | None, text: str, dropped: Dropped) -> tuple[list[dict[str, Any]], bool] | None:
-    """The entries a thinking signature carries, with their text cut from ``text``, and whether ``text`` is
-    in them; None when the signature is not ours. If ``text`` does not match, the entries that had text
-    are left out and named in ``dropped``."""
-    payload = carry.unwrap_openrouter(signature)
-    if payload is None:
-        return None
-    entries, segments = payload.get("e"), payload.get("s")
-    if not isinstance(entries, list) or not isinstance(segments, list):
-        return None
-    entries = [dict(e) for e in entries if isinstance(e, dict)]
-    if not segments:  # no entry had text (the thinking text, if any, came from ``reasoning``)
-        return entries, not text
-    texts = _split(text, segments, len(entries))
-    if texts is None:
-        dropped.add(DROPPED_TEXT)
-        with_text = {s[0] for s in segments if isinstance(s, list) and s}
-        return [e for pos, e in enumerate(entries) if pos not in with_text], False
-    for pos, parts in texts.items():
-        field = TEXT_FIELD.get(entries[pos].get("type"))
-        if field is not None:
-            entries[pos][field] = "".join(parts)
-    return entries, True
+# ---------------------------------------------------------------- toward a Chat client
 
 
-def _split(text: str, segments: list[Any], n_entries: int) -> dict[int, list[str]] | None:
-    """The text of each entry, cut along the segments; None when ``text`` does not match them."""
-    out: dict[int, list[str]] = {}
-    at = 0
-    for i, seg in enumerate(segments):
-        if not (isinstance(seg, list) and len(seg) == 2 and all(type(x) is int for x in seg)):
-            return None
-        pos, n = seg
-        if not 0 <= pos < n_entries or n < 0:
-            return None
-        if i:
-            if not text.startswith(SEPARATOR, at):
-                return None
-            at += len(SEPARATOR)
-        if at + n > len(text):
-            return None
-        out.setdefault(pos, []).append(text[at : at + n])
-        at += n
-    return out if at == len(text) else None
+def anthropic_signature(signature: str | None) -> str | None:
+    """A thinking signature Anthropic gave (not one of our carried values), else None."""
+    return signature if signature and not carry.is_carried(signature) else None
+
+
+def redacted_entry(data: str, index: int) -> dict[str, Any]:
+    return {"type": "reasoning.encrypted", "data": data, "format": ANTHROPIC_FORMAT, "index": index}
+
+
+def signature_entry(signature: str, index: int) -> dict[str, Any]:
+    """The last streamed piece of an Anthropic-signed entry."""
+    return {"type": "reasoning.text", "text": "", "index": index, "signature": signature, "format": ANTHROPIC_FORMAT}
+
+
+def answer_entry(p: ThinkingPart, index: int) -> dict[str, Any] | None:
+    """One thinking part of a whole answer -> its entry (what the streamed pieces add up to); None when it
+    has neither text nor anything Anthropic signed."""
+    if p.redacted_data:
+        return redacted_entry(p.redacted_data, index)
+    sig = anthropic_signature(p.signature)
+    if sig is not None:
+        return signature_entry(sig, index) | {"text": p.text}
+    if not p.text:
+        return None
+    return {"type": "reasoning.text", "text": p.text, "index": index}

@@ -3,7 +3,8 @@
 Decoding reads choice 0 (any other choice, n > 1, is named in ``ctx.dropped``); reasoning arrives as
 ``reasoning_content`` (DeepSeek, vLLM), ``reasoning`` or ``reasoning_details`` (OpenRouter, see
 ``reasoning_details``) or Mistral ``thinking`` content parts. Encoding writes one choice with ``content``,
-``refusal``, ``reasoning_content`` and ``tool_calls`` (custom tools wrapped as function calls).
+``refusal``, ``reasoning_content``, ``reasoning_details`` (OpenRouter's shape, carrying Claude's thinking
+signatures; see ``reasoning_details``) and ``tool_calls`` (custom tools wrapped as function calls).
 """
 
 from __future__ import annotations
@@ -184,6 +185,7 @@ def _tool_calls(msg: m.ResponseMessage, custom: set[str]) -> list[ToolCallPart]:
 def encode_response(resp: Response, ctx: Context) -> dict[str, Any]:
     texts: list[str] = []
     thinking: list[str] = []
+    details: list[dict[str, Any]] = []
     refusals: list[str] = []
     calls: list[dict[str, Any]] = []
     for p in resp.content:
@@ -192,7 +194,11 @@ def encode_response(resp: Response, ctx: Context) -> dict[str, Any]:
         elif isinstance(p, ThinkingPart):
             if p.text:
                 thinking.append(p.text)
-            if (p.signature and not is_unsigned(p.signature)) or p.encrypted_content or p.redacted_data:
+            entry = reasoning_details.answer_entry(p, len(details))
+            if entry is not None:
+                details.append(entry)
+            carried = p.redacted_data or reasoning_details.anthropic_signature(p.signature)  # in the entry
+            if not carried and ((p.signature and not is_unsigned(p.signature)) or p.encrypted_content):
                 ctx.dropped.add("thinking_signature")
         elif isinstance(p, RefusalPart):
             refusals.append(p.text)
@@ -206,6 +212,8 @@ def encode_response(resp: Response, ctx: Context) -> dict[str, Any]:
     }
     if thinking:
         message["reasoning_content"] = "".join(thinking)
+    if details:
+        message["reasoning_details"] = details
     if calls:
         message["tool_calls"] = calls
     finish = IR_TO_CHAT.get(resp.stop_reason, "stop") if resp.stop_reason is not None else "stop"

@@ -5,7 +5,9 @@ indices 0, 1, 2... in start order; custom tool input is wrapped as ``{"input": "
 escaped fragment at a time. A ``MessageDelta`` becomes the ``finish_reason`` chunk, then the usage chunk
 when the client asked for it (``stream_options.include_usage``); ``MessageStop`` becomes ``[DONE]``.
 A ``MessageDelta`` with ``end_turn`` after tool-call blocks is sent as ``finish_reason: "tool_calls"``
-(Chat clients' agent loops key on it).
+(Chat clients' agent loops key on it). Each thinking block is also one OpenRouter ``reasoning_details``
+entry beside ``reasoning_content`` (text pieces, then Claude's signature; ``redacted_thinking`` as
+``reasoning.encrypted``): see ``reasoning_details``.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from dragoman.ir.mapping import IR_TO_CHAT
 from dragoman.ir.request import CUSTOM_TOOL_PARAM
 from dragoman.protocols.base import Context
 from dragoman.protocols.base import StreamEncoder
+from dragoman.protocols.openai_chat import reasoning_details
 from dragoman.protocols.openai_chat.errors import error_frame
 from dragoman.protocols.openai_chat.response import chat_id
 from dragoman.protocols.openai_chat.response import encode_usage
@@ -55,9 +58,13 @@ _STREAMING = Phase.STREAMING
 _TEXT = BlockKind.TEXT
 _THINKING = BlockKind.THINKING
 _dumps = orjson.dumps
-#: hot-path templates, byte-identical to ``_chunk({"content": X})`` / ``_chunk({"reasoning_content": X})``
+#: hot-path templates, byte-identical to ``_chunk({"content": X})`` / ``_chunk({"reasoning_content": X,
+#: "reasoning_details": [{"type": "reasoning.text", "text": X, "index": K}]})``
 _CONTENT_HEAD = b'[{"index":0,"delta":{"content":'
 _REASONING_HEAD = b'[{"index":0,"delta":{"reasoning_content":'
+_DETAILS_TEXT_HEAD = b',"reasoning_details":[{"type":"reasoning.text","text":'
+_DETAILS_INDEX = b',"index":'
+_DETAILS_TAIL = b"}]"
 _CHUNK_TAIL = b'},"finish_reason":null}]}\n\n'
 
 
@@ -73,6 +80,7 @@ class ChatStreamEncoder(StreamEncoder):
         self._next_tool = 0
         self._usage = Usage()
         self._sig_dropped = False
+        self._entries: dict[int, int] = {}  # thinking block index -> its reasoning_details entry index
 
     # -- interface
 
@@ -96,7 +104,14 @@ class ChatStreamEncoder(StreamEncoder):
                     assert isinstance(ev, ThinkingDelta)
                 if self._kinds.get(ev.index) is not _THINKING:
                     return self._unexpected(ev)
-                return self._prefix + _REASONING_HEAD + _dumps(ev.text) + _CHUNK_TAIL
+                text = _dumps(ev.text)
+                entry = self._entries.get(ev.index)
+                if entry is None:
+                    entry = self._entries[ev.index] = len(self._entries)
+                return b"".join(
+                    (self._prefix, _REASONING_HEAD, text, _DETAILS_TEXT_HEAD, text, _DETAILS_INDEX)
+                    + (str(entry).encode(), _DETAILS_TAIL, _CHUNK_TAIL)
+                )
             if cls is ToolArgsDelta:
                 if TYPE_CHECKING:
                     assert isinstance(ev, ToolArgsDelta)
@@ -159,10 +174,7 @@ class ChatStreamEncoder(StreamEncoder):
                 return self._tool_chunk(self._tool_index[ev.index], '"}')
             return b""
         if type(ev) is SignatureDelta:
-            if not self._sig_dropped and not is_unsigned(ev.signature):
-                self.ctx.dropped.add("thinking_signature")
-                self._sig_dropped = True
-            return b""
+            return self._signature(ev)
         if type(ev) is MessageDelta:
             return self._message_delta(ev)
         if type(ev) is StreamError:
@@ -175,8 +187,11 @@ class ChatStreamEncoder(StreamEncoder):
         kind = ev.kind
         self._kinds[ev.index] = kind
         if kind is BlockKind.REDACTED_THINKING:
-            self.ctx.dropped.add("redacted_thinking")
-            return b""
+            if not ev.data:
+                self.ctx.dropped.add("redacted_thinking")
+                return b""
+            entry = self._entries[ev.index] = len(self._entries)
+            return self._chunk({"reasoning_details": [reasoning_details.redacted_entry(ev.data, entry)]})
         if kind is BlockKind.TOOL_CALL or kind is BlockKind.CUSTOM_TOOL_CALL:
             tindex = self._next_tool
             self._next_tool = tindex + 1
@@ -189,6 +204,19 @@ class ChatStreamEncoder(StreamEncoder):
                 "function": {"name": ev.name or "", "arguments": args},
             }
             return self._chunk({"tool_calls": [call]})
+        return b""
+
+    def _signature(self, ev: SignatureDelta) -> bytes:
+        """Claude's signature: the last piece of the block's entry. Any other: dropped (named once)."""
+        sig = reasoning_details.anthropic_signature(ev.signature)
+        if sig is not None and self._kinds.get(ev.index) is _THINKING:
+            entry = self._entries.get(ev.index)
+            if entry is None:
+                entry = self._entries[ev.index] = len(self._entries)
+            return self._chunk({"reasoning_details": [reasoning_details.signature_entry(sig, entry)]})
+        if not self._sig_dropped and not is_unsigned(ev.signature):
+            self.ctx.dropped.add("thinking_signature")
+            self._sig_dropped = True
         return b""
 
     def _message_delta(self, ev: MessageDelta) -> bytes:
