@@ -103,7 +103,13 @@ def test_stream_encoder_accumulated_by_sdk():
     # the signature and the redacted block go out as OpenRouter reasoning_details, which the SDK's accumulator
     # assembles into exactly the entries a whole response carries
     assert getattr(msg, "reasoning_details", None) == [
-        {"type": "reasoning.text", "text": "let me think", "index": 0, "signature": "sig", "format": "anthropic-claude-v1"},
+        {
+            "type": "reasoning.text",
+            "text": "let me think",
+            "index": 0,
+            "signature": "sig",
+            "format": "anthropic-claude-v1",
+        },
         {"type": "reasoning.encrypted", "data": "xx", "format": "anthropic-claude-v1", "index": 1},
     ]
     assert ctx.dropped.fields == []
