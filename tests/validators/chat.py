@@ -17,6 +17,12 @@ Tolerated in real recordings only (``strict=False``), each seen in tests/corpus:
 * an unterminated last event (no blank line at EOF) and a missing ``[DONE]`` (chunks files);
 * several choices (``n > 1``, openai-python's live recordings): chunks of choices 1, 2, ... interleave
   with choice 0's; the summary is choice 0, the one answer a single-answer client reads.
+
+OpenRouter's ``reasoning_details`` (checked when present, strict or not): a list of entries, each with an
+int ``index`` and a known ``type``; streamed pieces of one entry share its index and concatenate as the
+official SDK's accumulator does (strict: a string field other than the text appears only once per entry).
+The summary's ``signatures`` are the ``reasoning.text`` signatures, ``redacted`` the ``reasoning.encrypted``
+entries. Strict: new indices come in order 0, 1, 2..., and the entries' text is the reasoning text.
 """
 
 from __future__ import annotations
@@ -57,6 +63,46 @@ def _check_usage(u: Any, where: str) -> None:
         need(is_int(u.get(k)), f"{where}: usage.{k} must be an int, got {u.get(k)!r}")
 
 
+DETAIL_TYPES = {"reasoning.text", "reasoning.summary", "reasoning.encrypted"}
+
+
+def _feed_details(rd: Any, acc: dict[int, dict[str, Any]], where: str, strict: bool) -> None:
+    """Merge one chunk's (or a whole message's) ``reasoning_details`` into ``acc`` (index -> entry)."""
+    need(isinstance(rd, list), f"{where}: reasoning_details must be a list")
+    for e in rd:
+        need(isinstance(e, dict) and is_int(e.get("index")), f"{where}: reasoning_details[] needs an int index")
+        i = e["index"]
+        if i not in acc:
+            need(e.get("type") in DETAIL_TYPES, f"{where}: reasoning_details type {e.get('type')!r} unknown")
+            if strict:
+                need(i == len(acc), f"{where}: new reasoning_details index {i}, expected {len(acc)}")
+            acc[i] = dict(e)
+            continue
+        entry = acc[i]
+        for k, v in e.items():
+            if k in ("index", "type") or v is None:
+                need(k != "type" or v in (None, entry["type"]), f"{where}: reasoning_details {i} changed type")
+                continue
+            if k == "text" or entry.get(k) in (None, ""):
+                need(k != "text" or isinstance(v, str), f"{where}: reasoning_details text must be a string")
+                entry[k] = (entry.get(k) or "") + v if k == "text" else v
+            else:  # strict: the official SDK's accumulator would concatenate it
+                need(not strict or v == "", f"{where}: reasoning_details {i} repeats {k!r}")
+
+
+def _summarize_details(acc: dict[int, dict[str, Any]], s: Summary, strict: bool) -> None:
+    entries = [acc[i] for i in sorted(acc)]
+    for e in entries:
+        if e["type"] == "reasoning.text" and isinstance(e.get("signature"), str):
+            s.signatures.append(e["signature"])
+        elif e["type"] == "reasoning.encrypted":
+            need(isinstance(e.get("data"), str) and e["data"], "reasoning.encrypted entry without data")
+            s.redacted += 1
+    if strict and entries:
+        text = "".join(e.get("text") or "" for e in entries if e["type"] == "reasoning.text")
+        need(text == s.thinking, "reasoning_details text differs from the reasoning text")
+
+
 def validate_stream(data: bytes, *, strict: bool = True) -> Summary:
     frames, _ = parse_sse(data, strict=strict)
     s = Summary()
@@ -67,6 +113,7 @@ def validate_stream(data: bytes, *, strict: bool = True) -> Summary:
     first = True
     tools: dict[int, list[Any]] = {}  # index -> [id, name, [fragments]]
     order: list[int] = []
+    details: dict[int, dict[str, Any]] = {}
     for f in frames:
         where = f"chunk #{f.n}"
         need(not done, f"{where}: data after [DONE]")
@@ -160,6 +207,8 @@ def validate_stream(data: bytes, *, strict: bool = True) -> Summary:
             s.thinking += rc
         if not strict and isinstance(d.get("reasoning"), str) and rc is None:
             s.thinking += d["reasoning"]
+        if d.get("reasoning_details") is not None:
+            _feed_details(d["reasoning_details"], details, where, strict)
         if d.get("refusal") is not None:
             need(isinstance(d["refusal"], str), f"{where}: delta.refusal must be a string")
             s.refusal += d["refusal"]
@@ -200,6 +249,7 @@ def validate_stream(data: bytes, *, strict: bool = True) -> Summary:
         if s.error is None:
             need(done, "chat stream does not end with data: [DONE]")
             need(finished, "chat stream has no chunk with a finish_reason")
+    _summarize_details(details, s, strict)
     for idx in order:
         tid, name, frags = tools[idx]
         args = "".join(frags)
@@ -232,6 +282,10 @@ def validate_completion(body: bytes | str | dict, *, strict: bool = True) -> Sum
     s.text = m["content"] or ""
     if isinstance(m.get("reasoning_content"), str):
         s.thinking = m["reasoning_content"]
+    if m.get("reasoning_details") is not None:
+        details: dict[int, dict[str, Any]] = {}
+        _feed_details(m["reasoning_details"], details, "message", strict)
+        _summarize_details(details, s, strict)
     if isinstance(m.get("refusal"), str):
         s.refusal = m["refusal"]
     for i, tc in enumerate(m.get("tool_calls") or []):

@@ -271,3 +271,47 @@ def test_several_choices_summarize_choice_0_and_strict_rejects_them():
     assert s.stop_reason == "stop"
     with pytest.raises(AssertionError, match="choice index must be 0|exactly one choice"):
         C.validate_stream(n3.body)
+
+
+def _with_details(*details: list) -> list:
+    """``good()`` with its reasoning in two pieces, each chunk carrying the given reasoning_details."""
+    c = good()
+    pieces = [chunk({"reasoning_content": t}) for t in ("thi", "nk")]
+    for p, d in zip(pieces, details, strict=True):
+        p["choices"][0]["delta"]["reasoning_details"] = d
+    return c[:1] + pieces + c[2:]
+
+
+def _text(t: str, i: int = 0, **kw) -> dict:
+    return {"type": "reasoning.text", "text": t, "index": i, **kw}
+
+
+def test_reasoning_details_summarized():
+    enc = {"type": "reasoning.encrypted", "data": "d", "format": "f", "index": 1}
+    s = C.validate_stream(render(_with_details([_text("thi", format="f")], [_text("nk", signature="sig"), enc])))
+    assert (s.thinking, s.signatures, s.redacted) == ("think", ["sig"], 1)
+    body = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "m",
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "Hi"}}],
+        "usage": USAGE["usage"],
+    }
+    body["choices"][0]["message"] |= {"reasoning_content": "think", "reasoning_details": [_text("think", signature="s")]}
+    assert C.validate_completion(body).signatures == ["s"]
+
+
+@pytest.mark.parametrize(
+    ("details", "msg"),
+    [
+        (([_text("thi", format="f")], [_text("nk", format="f")]), "repeats 'format'"),
+        (([_text("thi")], [_text("nk", 2)]), "new reasoning_details index 2, expected 1"),
+        (([_text("thi")], [_text("n")]), "differs from the reasoning text"),
+        (([_text("thi")], [{"type": "reasoning.text", "text": "nk"}]), "needs an int index"),
+        (([{"type": "reasoning.other", "index": 0}], [_text("nk", 1)]), "unknown"),
+    ],
+)
+def test_broken_reasoning_details_rejected(details, msg):
+    with pytest.raises(AssertionError, match=msg):
+        C.validate_stream(render(_with_details(*details)))
