@@ -124,7 +124,9 @@ def test_signed_thinking_and_tool_call_round_trip(streamed):
     assert [(t["id"], t["function"]["name"]) for t in msg["tool_calls"]] == [(blocks[2]["id"], blocks[2]["name"])]
 
     ctx = Context()
-    content = _assistant_content(next_request(msg, ctx))
+    req = next_request(msg, ctx)
+    content = _assistant_content(req)
+    assert req["thinking"]["type"] != "disabled"  # thinking stays on: the turn is signed, as the API requires
     assert content == [
         {"type": "thinking", "thinking": thinking, "signature": sig},
         {"type": "text", "text": blocks[1]["text"]},
@@ -188,8 +190,13 @@ def test_plain_chat_turn_is_unchanged():
     assistant = {"role": "assistant", "content": None, "reasoning_content": "Look it up.", "tool_calls": [call]}
     ctx = Context()
     req = next_request(assistant, ctx)
-    assert _assistant_content(req) == [{"type": "tool_use", "id": "toolu_1", "name": "get_capital", "input": {"c": "FR"}}]
+    assert _assistant_content(req) == [
+        {"type": "tool_use", "id": "toolu_1", "name": "get_capital", "input": {"c": "FR"}}
+    ]
     assert "thinking_without_signature" in ctx.dropped.fields
+    assert (
+        "thinking" not in req and "thinking.tool_loop_without_signature" in ctx.dropped.fields
+    )  # goes without thinking rather than a 400
     assert req["messages"][2] == {
         "role": "user",
         "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": [{"type": "text", "text": "Paris"}]}],
@@ -199,7 +206,13 @@ def test_plain_chat_turn_is_unchanged():
 def test_another_providers_signature_is_not_sent_to_anthropic():
     """An entry another model signed (OpenRouter's Gemini format) never reaches Anthropic as a signature."""
     call = {"id": "toolu_1", "type": "function", "function": {"name": "get_capital", "arguments": "{}"}}
-    entry = {"type": "reasoning.text", "text": "Hmm.", "signature": "gemini-sig", "format": "google-gemini-v1", "index": 0}
+    entry = {
+        "type": "reasoning.text",
+        "text": "Hmm.",
+        "signature": "gemini-sig",
+        "format": "google-gemini-v1",
+        "index": 0,
+    }
     assistant = {"role": "assistant", "content": None, "reasoning_details": [entry], "tool_calls": [call]}
     ctx = Context()
     req = next_request(assistant, ctx)

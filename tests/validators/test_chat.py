@@ -298,7 +298,10 @@ def test_reasoning_details_summarized():
         "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "Hi"}}],
         "usage": USAGE["usage"],
     }
-    body["choices"][0]["message"] |= {"reasoning_content": "think", "reasoning_details": [_text("think", signature="s")]}
+    body["choices"][0]["message"] |= {
+        "reasoning_content": "think",
+        "reasoning_details": [_text("think", signature="s")],
+    }
     assert C.validate_completion(body).signatures == ["s"]
 
 
