@@ -275,3 +275,15 @@ def test_anthropic_fake_rejects_a_thinking_tool_loop_without_its_thinking_block(
     for body in (_loop([], None), _loop(signed, on), _loop([{"type": "redacted_thinking", "data": "x"}], on)):
         resp, _ = post(fake, PATHS["anthropic"], body)
         assert resp.status == 200
+
+
+def test_anthropic_fake_rejects_tool_ids_the_api_rejects(fake):
+    resp, data = post(fake, PATHS["anthropic"], _loop([]) | {"messages": _loop([])["messages"][:1]})
+    assert resp.status == 200
+    body = _loop([])
+    body["messages"][1]["content"][0]["id"] = body["messages"][2]["content"][0]["tool_use_id"] = "functions.now:0"
+    resp, data = post(fake, PATHS["anthropic"], body)
+    assert resp.status == 400
+    assert json.loads(data)["error"]["message"] == (
+        "messages.1.content.0.tool_use.id: String should match pattern '^[a-zA-Z0-9_-]+$'"
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from dragoman.demo.answer import Answer
@@ -27,12 +28,21 @@ UNSIGNED_TOOL_LOOP = (
 )
 
 
+_TOOL_ID = re.compile(r"[a-zA-Z0-9_-]+")
+
+
 def request_problem(body: dict[str, Any]) -> str | None:
-    """What the real API rejects that a translator can get wrong: with ``thinking`` enabled, the assistant
-    turn whose ``tool_use`` the final user turn answers must start with a thinking block."""
+    """What the real API rejects that a translator can get wrong: a tool id outside ``^[a-zA-Z0-9_-]+$``;
+    with ``thinking`` enabled, an assistant turn whose ``tool_use`` the final user turn answers that does
+    not start with a thinking block."""
+    messages = body.get("messages") or []
+    for i, m in enumerate(messages):
+        for j, b in enumerate(m.get("content") if isinstance(m.get("content"), list) else []):
+            field = {"tool_use": "id", "tool_result": "tool_use_id"}.get(b.get("type"))
+            if field is not None and not _TOOL_ID.fullmatch(str(b.get(field, ""))):
+                return f"messages.{i}.content.{j}.{b['type']}.{field}: String should match pattern '^[a-zA-Z0-9_-]+$'"
     if (body.get("thinking") or {}).get("type") != "enabled":
         return None
-    messages = body.get("messages") or []
     if len(messages) < 2 or messages[-1].get("role") != "user" or messages[-2].get("role") != "assistant":
         return None
     answer, turn = messages[-1].get("content"), messages[-2].get("content")

@@ -318,3 +318,35 @@ def test_a_fresh_user_turn_after_a_finished_tool_loop_keeps_thinking():
     wire, ctx = enc(req)
     assert wire["thinking"]["type"] == "enabled"
     assert "thinking.tool_loop_without_signature" not in ctx.dropped.fields
+
+
+def test_tool_ids_from_other_providers_are_made_valid_and_stay_paired():
+    """Kimi's ``functions.get_weather:0`` and MCP-style ids break the API's ``^[a-zA-Z0-9_-]+$`` rule: each
+    becomes valid, the same on its tool_use and tool_result, two look-alike ids stay distinct, valid ids
+    pass untouched."""
+    import re
+
+    from dragoman.protocols.anthropic_messages.content_encode import tool_id
+
+    ids = ["functions.get_weather:0", "functions_get_weather_0", "mcp/github.issue@1", "call_abc-123"]
+    req = Request(
+        model="m",
+        max_tokens=100,
+        messages=[
+            Message("user", [TextPart("go")]),
+            Message("assistant", [ToolCallPart(i, "f", "{}") for i in ids]),
+            Message("user", [ToolResultPart(i, [TextPart(f"r{n}")]) for n, i in enumerate(ids)]),
+        ],
+    )
+    wire, ctx = enc(req)
+    uses = [b["id"] for b in wire["messages"][1]["content"]]
+    results = [b["tool_use_id"] for b in wire["messages"][2]["content"]]
+    assert uses == results == [tool_id(i) for i in ids]
+    assert all(re.fullmatch(r"[a-zA-Z0-9_-]+", u) for u in uses)
+    assert len(set(uses)) == len(ids)  # "functions.get_weather:0" does not collide with "..._weather_0"
+    assert uses[1] == "functions_get_weather_0" and uses[3] == "call_abc-123"  # valid ids untouched
+    assert uses[0].startswith("functions_get_weather_0_")
+    assert [b["content"] for b in wire["messages"][2]["content"]] == [
+        [{"type": "text", "text": f"r{n}"}] for n in range(4)
+    ]
+    assert ctx.dropped.fields == []

@@ -8,11 +8,17 @@
   (``thinking_without_signature``).
 * A ``data:`` URL image/document becomes a base64 source; a ``text/*`` file becomes a text document.
 * Custom (freeform) tool calls carry their raw input as ``{"input": <string>}``.
+* Tool call ids from other providers (Kimi's ``functions.get_weather:0``, MCP-derived ids with ``.``/``:``/``/``)
+  break the API's ``^[a-zA-Z0-9_-]+$`` rule: such an id becomes its valid characters plus a short hash of the
+  original (``tool_id``), the same on the ``tool_use`` and its ``tool_result``, so the pair stays matched and
+  two ids never collide. Valid ids pass untouched.
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
+import re
 from typing import Any
 
 import orjson
@@ -30,6 +36,17 @@ from dragoman.ir.request import ToolCallPart
 from dragoman.ir.request import ToolResultPart
 from dragoman.protocols._data_url import split_data_url
 from dragoman.protocols.base import Context
+
+_TOOL_ID_OK = re.compile(r"[a-zA-Z0-9_-]+")
+_TOOL_ID_BAD = re.compile(r"[^a-zA-Z0-9_-]")
+
+
+def tool_id(raw: str) -> str:
+    """A tool call id the API accepts: ``raw`` when valid, else its valid characters + a hash of ``raw``."""
+    if _TOOL_ID_OK.fullmatch(raw):
+        return raw
+    digest = hashlib.blake2s(raw.encode(), digest_size=5).hexdigest()
+    return f"{_TOOL_ID_BAD.sub('_', raw)}_{digest}"
 
 
 def tool_input(part: ToolCallPart, ctx: Context) -> dict[str, Any]:
@@ -136,7 +153,7 @@ def _openrouter_blocks(p: ThinkingPart, ctx: Context) -> list[dict[str, Any]] | 
 
 
 def _tool_result_block(p: ToolResultPart, ctx: Context) -> dict[str, Any]:
-    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": p.tool_call_id}
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": tool_id(p.tool_call_id)}
     content = [b for b in (part_block(c, ctx) for c in p.content) if b is not None]
     if content:
         block["content"] = content
@@ -167,7 +184,7 @@ def part_block(p: Part, ctx: Context) -> dict[str, Any] | None:
     if type(p) is ThinkingPart:
         return _thinking_block(p, ctx)
     if type(p) is ToolCallPart:
-        return {"type": "tool_use", "id": p.id, "name": p.name, "input": tool_input(p, ctx)}
+        return {"type": "tool_use", "id": tool_id(p.id), "name": p.name, "input": tool_input(p, ctx)}
     if type(p) is ToolResultPart:
         return _tool_result_block(p, ctx)
     ctx.dropped.add(type(p).__name__)
