@@ -7,7 +7,9 @@ thinking block whose ``signature`` is ``RESPONSES_TAG + base64url(json)``, holdi
 ``encrypted_content``. On the next request the decoders unwrap them, so the upstream receives the
 original values. OpenRouter's Chat ``reasoning_details`` entries become a thinking ``signature``
 ``OPENROUTER_TAG + base64url(json)`` (see ``dragoman.protocols.openai_chat.reasoning_details``), restored
-on the assistant message when the next request goes to a Chat upstream. Native values never start with our tags, so they are never confused, and a carried
+on the assistant message when the next request goes to a Chat upstream; Gemini's thought signatures on Chat
+tool calls become a thinking ``signature`` ``GEMINI_TAG + base64url(json {call id: signature})`` (see
+``dragoman.protocols.openai_chat.gemini``), restored on those tool calls for a Chat upstream. Native values never start with our tags, so they are never confused, and a carried
 value is only ever unwrapped for the protocol it came from: encoders drop (and log) a carried value
 whose origin is not their own upstream.
 """
@@ -22,6 +24,7 @@ import orjson
 ANTHROPIC_TAG = "dragoman.v1.anthropic:"
 RESPONSES_TAG = "dragoman.v1.responses:"
 OPENROUTER_TAG = "dragoman.v1.openrouter:"
+GEMINI_TAG = "dragoman.v1.gemini:"
 
 
 def _pack(tag: str, payload: dict[str, Any]) -> str:
@@ -84,6 +87,25 @@ def is_openrouter(value: str | None) -> bool:
     return value is not None and value.startswith(OPENROUTER_TAG)
 
 
+def wrap_gemini(signatures: dict[str, str]) -> str:
+    """Gemini thought signatures by tool call id -> a thinking ``signature``."""
+    return _pack(GEMINI_TAG, signatures)
+
+
+def unwrap_gemini(value: str | None) -> dict[str, str] | None:
+    """Inverse of ``wrap_gemini`` (the entries that are strings), or None if not ours."""
+    if not value:
+        return None
+    obj = _unpack(GEMINI_TAG, value)
+    if obj is None:
+        return None
+    return {k: v for k, v in obj.items() if isinstance(v, str) and v}
+
+
+def is_gemini(value: str | None) -> bool:
+    return value is not None and value.startswith(GEMINI_TAG)
+
+
 def is_carried(value: str | None) -> bool:
     if not value:
         return False
@@ -91,6 +113,7 @@ def is_carried(value: str | None) -> bool:
         value.startswith(ANTHROPIC_TAG)
         or value.startswith(RESPONSES_TAG)
         or value.startswith(OPENROUTER_TAG)
+        or value.startswith(GEMINI_TAG)
         or value == UNSIGNED
     )
 

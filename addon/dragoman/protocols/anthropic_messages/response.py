@@ -85,8 +85,8 @@ def message_id(ir_id: str | None) -> str:
 
 def thinking_signature(signature: str | None, encrypted_content: str | None, item_id: str | None) -> str:
     """The signature an Anthropic client gets for a thinking block (native, carried or UNSIGNED); OpenRouter
-    ``reasoning_details`` already carried by the Chat decoder pass as they are."""
-    if signature and (not carry.is_carried(signature) or carry.is_openrouter(signature)):
+    ``reasoning_details`` and Gemini thought signatures already carried by the Chat decoder pass as they are."""
+    if signature and (not carry.is_carried(signature) or carry.is_openrouter(signature) or carry.is_gemini(signature)):
         return signature
     if encrypted_content:
         return carry.wrap_responses(item_id, encrypted_content)

@@ -13,7 +13,8 @@ Choices made for third-party Chat backends (DeepSeek, OpenRouter, vLLM, Ollama):
   understood by most third-party backends).
 * Thinking goes back as ``reasoning_content`` (DeepSeek and others require it around tool calls) when
   ``ctx.chat_reasoning_field == "reasoning_content"``; OpenRouter ``reasoning_details`` a Chat upstream gave
-  (carried in the thinking signature) go back as they came; other signatures cannot be carried.
+  (carried in the thinking signature) go back as they came, and so do Gemini's thought signatures, on their
+  tool calls as ``extra_content`` (see ``gemini``); other signatures cannot be carried.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from dragoman.ir.request import ToolResultPart
 from dragoman.protocols._custom_args import wrap_custom_args
 from dragoman.protocols._data_url import data_url
 from dragoman.protocols.base import Context
+from dragoman.protocols.openai_chat import gemini
 from dragoman.protocols.openai_chat import reasoning_details
 
 UNANSWERED_TOOL_CALL = "tool call was not answered"
@@ -227,18 +229,20 @@ def _encode_messages(req: Request, ctx: Context) -> list[dict[str, Any]]:
     if req.system:
         out.append({"role": "system", "content": "\n".join(p.text for p in req.system)})
     reasoning_field = ctx.chat_reasoning_field == "reasoning_content"
+    sigs: dict[str, str] = {}  # Gemini's thought signatures by tool call id
     for msg in req.messages:
         if msg.role == "system":
             ms.flush_pending()
             out.append({"role": "system", "content": "\n".join(p.text for p in msg.parts if isinstance(p, TextPart))})
         elif msg.role == "assistant":
             ms.flush_pending()
-            out.append(_encode_assistant(msg, ctx, reasoning_field))
+            out.append(_encode_assistant(msg, ctx, reasoning_field, sigs))
             for tc in out[-1].get("tool_calls") or ():
                 ms.pending[tc["id"]] = None
         else:
             _encode_user(msg, ms)
     ms.flush_pending()
+    gemini.sign_calls(out, sigs, ctx.dropped)
     return out
 
 
@@ -278,7 +282,7 @@ def _encode_tool_result(p: ToolResultPart, ms: _Messages, content: list[dict[str
                 content.append(enc)
 
 
-def _encode_assistant(msg: Message, ctx: Context, reasoning_field: bool) -> dict[str, Any]:
+def _encode_assistant(msg: Message, ctx: Context, reasoning_field: bool, sigs: dict[str, str]) -> dict[str, Any]:
     texts: list[str] = []
     thinking: list[str] = []
     details: list[dict[str, Any]] = []
@@ -287,7 +291,7 @@ def _encode_assistant(msg: Message, ctx: Context, reasoning_field: bool) -> dict
         if isinstance(p, (TextPart, RefusalPart)):
             texts.append(p.text)
         elif isinstance(p, ThinkingPart):
-            _thinking(p, ctx, thinking if reasoning_field else None, details)
+            _thinking(p, ctx, thinking if reasoning_field else None, details, sigs)
         elif isinstance(p, ToolCallPart):
             args = wrap_custom_args(p.arguments) if p.kind == "custom" else (p.arguments or "{}")
             calls.append({"id": p.id, "type": "function", "function": {"name": p.name, "arguments": args}})
@@ -303,12 +307,17 @@ def _encode_assistant(msg: Message, ctx: Context, reasoning_field: bool) -> dict
     return out
 
 
-def _thinking(p: ThinkingPart, ctx: Context, thinking: list[str] | None, details: list[dict[str, Any]]) -> None:
-    """A thinking part: OpenRouter ``reasoning_details`` it carries back as they came, its text into
-    ``thinking`` (``reasoning_content``; None: not sent); what cannot be carried named in ``ctx.dropped``."""
+def _thinking(
+    p: ThinkingPart, ctx: Context, thinking: list[str] | None, details: list[dict[str, Any]], sigs: dict[str, str]
+) -> None:
+    """A thinking part: OpenRouter ``reasoning_details`` it carries back as they came, Gemini's signatures into
+    ``sigs``, its text into ``thinking`` (``reasoning_content``; None: not sent); what cannot be carried named
+    in ``ctx.dropped``."""
     restored = reasoning_details.restore(p.signature, p.text, ctx.dropped)
     if restored is not None:
         details.extend(restored[0])
+    elif gemini.restore(p.signature, sigs):
+        pass
     elif p.signature and not is_unsigned(p.signature):
         ctx.dropped.add("thinking.signature")
     if p.encrypted_content:

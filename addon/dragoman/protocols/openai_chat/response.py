@@ -2,7 +2,8 @@
 
 Decoding reads choice 0 (any other choice, n > 1, is named in ``ctx.dropped``); reasoning arrives as
 ``reasoning_content`` (DeepSeek, vLLM), ``reasoning`` or ``reasoning_details`` (OpenRouter, see
-``reasoning_details``) or Mistral ``thinking`` content parts. Encoding writes one choice with ``content``,
+``reasoning_details``) or Mistral ``thinking`` content parts; Gemini's thought signatures on tool calls
+are carried in a thinking part (see ``gemini``). Encoding writes one choice with ``content``,
 ``refusal``, ``reasoning_content``, ``reasoning_details`` (OpenRouter's shape, carrying Claude's thinking
 signatures; see ``reasoning_details``) and ``tool_calls`` (custom tools wrapped as function calls).
 """
@@ -31,6 +32,7 @@ from dragoman.protocols._custom_args import unwrap_custom_args
 from dragoman.protocols._custom_args import wrap_custom_args
 from dragoman.protocols._wire import describe_validation_error
 from dragoman.protocols.base import Context
+from dragoman.protocols.openai_chat import gemini
 from dragoman.protocols.openai_chat import models as m
 from dragoman.protocols.openai_chat import reasoning_details
 
@@ -119,7 +121,7 @@ def decode_response(body: dict[str, Any], ctx: Context) -> Response:
         ctx.dropped.add(DROPPED_CHOICES)
     msg = choice.message
     content = _message_content(msg, ctx)
-    content.extend(_tool_calls(msg, ctx.custom_tools()))
+    content.extend(gemini.sign_parts(content, msg.tool_calls, _tool_calls(msg, ctx.custom_tools())))
     return Response(
         id=wire.id,
         model=wire.model,

@@ -1,18 +1,16 @@
 """Chat SSE chunks -> IR stream events (``ChatStreamDecoder``).
 
-Chat has no block events: the decoder synthesizes block start/stop, as openai-python's
-``ChoiceEventState`` does. A text/thinking/refusal block closes when another kind starts; tool-call
-blocks stay open until ``finish_reason`` (arguments of parallel calls may interleave by index). The
-``MessageDelta`` is held after ``finish_reason`` until the usage chunk (``choices: []``) or ``[DONE]``.
-An upstream that answers with several choices (``n > 1``; their chunks interleave) gives choice 0 only:
-the others are dropped and named in ``ctx.dropped`` (a Chat client asking ``n > 1`` of a Chat upstream
-is passed through untranslated and gets them all).
+Chat has no block events: the decoder synthesizes block start/stop, as openai-python's ``ChoiceEventState``
+does. A text/thinking/refusal block closes when another kind starts; tool-call blocks stay open until
+``finish_reason`` (parallel calls' arguments may interleave). The ``MessageDelta`` is held after it until
+the usage chunk (``choices: []``) or ``[DONE]``. Of several choices (``n > 1``, interleaved) only choice 0
+is translated, the others named in ``ctx.dropped`` (a Chat client of a Chat upstream gets them all).
 
-Chunks are read with ``orjson`` and plain dict access (no pydantic on the hot path, see ``models``):
-``feed`` handles the envelope and the three deltas of nearly every chunk inline (text, tool-call
-arguments, DeepSeek/vLLM ``reasoning_content``: a call per event measured ~2 % of the decoder) and hands
-every other delta to one method per item type (reasoning incl. OpenRouter's ``reasoning_details``, see
-``reasoning_details``, content parts, refusal, tool calls).
+Chunks are read with ``orjson`` and plain dict access (no pydantic on the hot path, see ``models``): ``feed``
+handles the envelope and the three deltas of nearly every chunk inline (text, tool-call arguments,
+DeepSeek/vLLM ``reasoning_content``: a call per event measured ~2 % of the decoder) and hands every other
+delta to one method per item type (reasoning incl. OpenRouter's ``reasoning_details``, content parts,
+refusal, tool calls; Gemini's thought signatures on tool calls: ``gemini``).
 """
 
 from __future__ import annotations
@@ -44,6 +42,7 @@ from dragoman.protocols._checks import ToolArgs
 from dragoman.protocols._custom_args import unwrap_custom_args
 from dragoman.protocols.base import Context
 from dragoman.protocols.base import StreamDecoder
+from dragoman.protocols.openai_chat import gemini
 from dragoman.protocols.openai_chat.errors import error_info_from_object
 from dragoman.protocols.openai_chat.reasoning_details import Details
 from dragoman.protocols.openai_chat.response import DROPPED_CHOICES
@@ -74,11 +73,10 @@ _ERROR = Phase.ERROR
 
 
 class _Tool:
-    __slots__ = ("block", "custom", "args")
+    __slots__ = ("block", "custom", "args", "id", "signed")
 
-    def __init__(self, block: int, custom: bool) -> None:
-        self.block = block
-        self.custom = custom
+    def __init__(self, block: int, custom: bool, tid: str) -> None:
+        self.block, self.custom, self.id, self.signed = block, custom, tid, False  # signed: see ``gemini``
         #: custom tools: buffered to unwrap {"input": ...}; function tools: ToolArgs' fragment list
         self.args: list[str] = []
 
@@ -323,6 +321,8 @@ class ChatStreamDecoder(StreamDecoder):
             key = pos  # some providers (Gemini's compat layer) omit the index
         fn = tc.get("function") or {}
         slot = self._tools.get(key)
+        if "extra_content" in tc:
+            slot = gemini.stream_signature(self, tc, key, slot, out)
         if slot is None:
             slot = self._tool_start(tc, key, fn.get("name"), out)
         args = fn.get("arguments")
@@ -348,12 +348,12 @@ class ChatStreamDecoder(StreamDecoder):
             raise UpstreamProtocolError(f"Chat tool call index {key} has a non-string id in phase {self.phase.name}")
         self._close_current(out)
         custom = name in self._custom
-        slot = _Tool(self._new_block(), custom)
+        slot = _Tool(self._new_block(), custom, tid or f"call_{key}")
         self._tools[key] = slot
         if not custom:  # the checker's fragment list, extended by _tool_delta without a call per fragment
             slot.args = self._args.start(slot.block, name)
         kind = BlockKind.CUSTOM_TOOL_CALL if custom else BlockKind.TOOL_CALL
-        out.append(BlockStart(slot.block, kind, tool_call_id=tid or f"call_{key}", name=name))
+        out.append(BlockStart(slot.block, kind, tool_call_id=slot.id, name=name))
         return slot
 
     # -- the end

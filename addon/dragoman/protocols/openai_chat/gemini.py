@@ -1,0 +1,125 @@
+"""Gemini's thought signatures on Chat tool calls: carried in a thinking signature, restored on the calls.
+
+Gemini's OpenAI-compatible endpoint (``generativelanguage.googleapis.com/v1beta/openai/``) gives thinking
+models' tool calls an opaque ``extra_content: {"google": {"thought_signature": "<base64>"}}``, on the
+message's ``tool_calls[i]`` and on the streamed ``delta.tool_calls[i]`` (ai.google.dev/gemini-api/docs/
+thought-signatures, "OpenAI compatibility"). Of parallel calls only the first is signed; each step's first
+call must come back with its signature exactly as received, or Gemini 3 answers the next request with 400.
+
+Decoding, a signed call is preceded by a thinking block whose signature is ``carry.wrap_gemini({call id:
+signature})``: the reasoning block right before the call when it has no signature of its own, else an empty
+one. Streamed, the signature usually arrives on the call's first delta, so the block comes before the call's
+block; one arriving on a later delta of the call gets its block then (an Anthropic client sees it after the
+open tool block). An Anthropic or Responses client keeps it as a thinking signature / ``encrypted_content``
+and hands it back; ``sign_calls`` then puts each signature back on its call (by id) for the Chat upstream.
+Nothing is added where nothing was carried (OpenAI rejects unknown fields); an Anthropic upstream never
+gets the value (``content_encode`` drops carried values that are not Anthropic's).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+from typing import Any
+
+from dragoman.ir import carry
+from dragoman.ir.common import Dropped
+from dragoman.ir.events import BlockKind
+from dragoman.ir.events import BlockStart
+from dragoman.ir.events import BlockStop
+from dragoman.ir.events import SignatureDelta
+from dragoman.ir.events import StreamEvent
+from dragoman.ir.request import ThinkingPart
+from dragoman.ir.request import ToolCallPart
+from dragoman.ir.response import OutputPart
+
+if TYPE_CHECKING:
+    from dragoman.protocols.openai_chat.models import ToolCall
+    from dragoman.protocols.openai_chat.stream_decode import ChatStreamDecoder
+    from dragoman.protocols.openai_chat.stream_decode import _Tool
+
+#: what ``ctx.dropped`` names when a carried signature's tool call is not in the request
+DROPPED = "tool_calls.extra_content.google.thought_signature"
+
+
+def thought_signature(tc: Any) -> str | None:
+    """A Chat tool call's (or tool call delta's) ``extra_content.google.thought_signature``, or None."""
+    if not isinstance(tc, dict):
+        return None
+    ec = tc.get("extra_content")
+    google = ec.get("google") if isinstance(ec, dict) else None
+    sig = google.get("thought_signature") if isinstance(google, dict) else None
+    return sig if isinstance(sig, str) and sig else None
+
+
+def extra_content(signature: str) -> dict[str, Any]:
+    return {"google": {"thought_signature": signature}}
+
+
+# ---------------------------------------------------------------- decoding
+
+
+def stream_signature(
+    dec: ChatStreamDecoder, tc: dict[str, Any], key: int, slot: _Tool | None, out: list[StreamEvent]
+) -> _Tool | None:
+    """A tool call delta's signature -> the thinking block carrying it, before the call's block when the call
+    starts here (then started here too); the call's slot. Only a call's first signature counts."""
+    sig = thought_signature(tc)
+    if sig is None or (slot is not None and slot.signed):
+        return slot
+    tid = slot.id if slot is not None else tc.get("id") or f"call_{key}"
+    value = carry.wrap_gemini({str(tid): sig})
+    if slot is None and dec._cur_kind is BlockKind.THINKING and dec._rd is None:  # the reasoning before the call
+        out.append(SignatureDelta(dec._cur, signature=value))
+    else:
+        dec._close_current(out)
+        idx = dec._new_block()
+        out += (BlockStart(idx, BlockKind.THINKING), SignatureDelta(idx, signature=value), BlockStop(idx))
+    if slot is None:
+        fn = tc.get("function")
+        slot = dec._tool_start(tc, key, fn.get("name") if isinstance(fn, dict) else None, out)
+    slot.signed = True
+    return slot
+
+
+def sign_parts(content: list[OutputPart], wire: list[ToolCall] | None, calls: list[ToolCallPart]) -> list[OutputPart]:
+    """A whole message's tool call parts, each signed one preceded by its carrying thinking part as the stream
+    decoder makes it (the reasoning part right before the first call, when unsigned, carries it instead)."""
+    out: list[OutputPart] = []
+    wire = wire or []
+    for i, part in enumerate(calls):  # one part per wire call, then a legacy function_call
+        sig = thought_signature(wire[i].model_extra) if i < len(wire) else None
+        if sig is not None:
+            value = carry.wrap_gemini({part.id: sig})
+            last = out[-1] if out else content[-1] if content else None
+            if not out and isinstance(last, ThinkingPart) and last.signature is None:
+                last.signature = value
+            else:
+                out.append(ThinkingPart(signature=value))
+        out.append(part)
+    return out
+
+
+# ---------------------------------------------------------------- encoding (toward a Chat upstream)
+
+
+def restore(signature: str | None, into: dict[str, str]) -> bool:
+    """Add the signatures a thinking signature carries to ``into``; False when it is not ours."""
+    sigs = carry.unwrap_gemini(signature)
+    if sigs is None:
+        return False
+    into.update(sigs)
+    return True
+
+
+def sign_calls(messages: list[dict[str, Any]], sigs: dict[str, str], dropped: Dropped) -> None:
+    """Put each carried signature on its assistant tool call (by id); one whose call is gone is named."""
+    if not sigs:
+        return
+    for m in messages:
+        if m.get("role") == "assistant":
+            for c in m.get("tool_calls") or ():
+                sig = sigs.pop(c["id"], None)
+                if sig is not None:
+                    c["extra_content"] = extra_content(sig)
+    if sigs:
+        dropped.add(DROPPED)
