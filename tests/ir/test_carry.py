@@ -31,3 +31,14 @@ def test_is_carried_and_unsigned():
     assert not carry.is_carried(None) and not carry.is_carried("native-sig")
     assert carry.is_carried(carry.UNSIGNED) and carry.is_unsigned(carry.UNSIGNED)
     assert not carry.is_unsigned("sig")
+
+
+def test_gemini_roundtrip():
+    v = carry.wrap_gemini({"fc-1": "CiQB0e2K/+A==", "fc-2": "EjQK"})
+    assert v.startswith(carry.GEMINI_TAG) and carry.is_carried(v) and carry.is_gemini(v)
+    assert carry.unwrap_gemini(v) == {"fc-1": "CiQB0e2K/+A==", "fc-2": "EjQK"}
+    assert carry.unwrap_anthropic(v) is None and carry.unwrap_openrouter(v) is None
+    assert carry.unwrap_gemini(carry.wrap_openrouter({"e": [], "s": []})) is None
+    # entries that are not non-empty strings are not signatures
+    assert carry.unwrap_gemini(carry.wrap_gemini({"a": "", "b": 1, "c": "x"})) == {"c": "x"}  # type: ignore[dict-item]
+    assert not carry.is_gemini("native-sig") and carry.unwrap_gemini(None) is None
