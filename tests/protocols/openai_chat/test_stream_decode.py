@@ -324,3 +324,49 @@ def test_real_refusal_stream_is_one_refusal_block():
         # OpenAI ends a refusal with "stop": the IR keeps it; a client protocol without refusal content
         # (Anthropic) turns it into its own refusal stop reason (ir.mapping.refused_stop)
         assert acc["stop"] is StopReason.END_TURN
+
+
+def _stop_after_tool_calls_stream(finish: str) -> bytes:
+    def chunk(delta: dict, fr: str | None = None) -> str:
+        c = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+        return "data: " + json.dumps({**c, "choices": [{"index": 0, "delta": delta, "finish_reason": fr}]}) + "\n\n"
+
+    tc = {"index": 0, "id": "call_1", "type": "function", "function": {"name": "get_time", "arguments": "{}"}}
+    return (chunk({"role": "assistant", "tool_calls": [tc]}) + chunk({}, finish) + "data: [DONE]\n\n").encode()
+
+
+@pytest.mark.parametrize(
+    "finish,want",
+    [("stop", StopReason.TOOL_USE), ("tool_calls", StopReason.TOOL_USE), ("length", StopReason.MAX_TOKENS)],
+)
+def test_stop_after_tool_calls_is_a_tool_use_stop(finish, want):
+    """Gemini's compat layer and some local servers end a tool-call turn with ``stop``: the calls are the
+    answer (an Anthropic client would otherwise see ``end_turn`` with tool_use blocks and not run them)."""
+    body = _stop_after_tool_calls_stream(finish)
+    for label, pieces in chunkings(body):
+        events = decode_stream(pieces)
+        [md] = [e for e in events if type(e) is MessageDelta]
+        assert md.stop_reason is want, label
+    whole = {
+        "id": "c1",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "m",
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": finish,
+                "message": {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {"id": "call_1", "type": "function", "function": {"name": "get_time", "arguments": "{}"}}
+                    ],
+                },
+            }
+        ],
+    }
+    assert CODEC.decode_response(whole, Context()).stop_reason is want
+    text_only = {**whole, "choices": [{**whole["choices"][0], "message": {"role": "assistant", "content": "hi"}}]}
+    if finish == "stop":
+        assert CODEC.decode_response(text_only, Context()).stop_reason is StopReason.END_TURN

@@ -2,15 +2,14 @@
 
 Chat has no block events: the decoder synthesizes block start/stop, as openai-python's ``ChoiceEventState``
 does. A text/thinking/refusal block closes when another kind starts; tool-call blocks stay open until
-``finish_reason`` (parallel calls' arguments may interleave). The ``MessageDelta`` is held after it until
-the usage chunk (``choices: []``) or ``[DONE]``. Of several choices (``n > 1``, interleaved) only choice 0
-is translated, the others named in ``ctx.dropped`` (a Chat client of a Chat upstream gets them all).
+``finish_reason`` (parallel calls' arguments may interleave; ``stop`` after tool calls, as Gemini and some local
+servers send, is a tool-use stop). The ``MessageDelta`` is held until the usage chunk (``choices: []``) or
+``[DONE]``. Of several choices (``n > 1``) only choice 0 is translated, the others named in ``ctx.dropped``.
 
 Chunks are read with ``orjson`` and plain dict access (no pydantic on the hot path, see ``models``): ``feed``
-handles the envelope and the three deltas of nearly every chunk inline (text, tool-call arguments,
-DeepSeek/vLLM ``reasoning_content``: a call per event measured ~2 % of the decoder) and hands every other
-delta to one method per item type (reasoning incl. OpenRouter's ``reasoning_details``, content parts,
-refusal, tool calls; Gemini's thought signatures on tool calls: ``gemini``).
+handles the three deltas of nearly every chunk inline (text, tool-call arguments, ``reasoning_content``; a call
+per event costs ~2 %), every other delta goes to one method per item type (reasoning incl. OpenRouter's
+``reasoning_details``, content parts, refusal, tool calls; Gemini's tool-call thought signatures: ``gemini``).
 """
 
 from __future__ import annotations
@@ -368,9 +367,10 @@ class ChatStreamDecoder(StreamDecoder):
         self._tools.clear()
 
     def _on_finish(self, fr: Any, out: list[StreamEvent]) -> None:
+        stop, had_tools = chat_stop(fr if isinstance(fr, str) else None), bool(self._tools)
         self._close_current(out)
         self._close_tools(out)
-        self._stop = chat_stop(fr if isinstance(fr, str) else None)
+        self._stop = StopReason.TOOL_USE if had_tools and stop is StopReason.END_TURN else stop
         # tool arguments that are not JSON are an upstream fault, unless "length" cut them off
         self._args.check(self._stop)
         self.phase = Phase.FINISHED
