@@ -28,16 +28,58 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+class PortTaken(RuntimeError):
+    """Another process listens on the port picked for this one (two xdist workers picked the same free port):
+    the caller starts again on a new port."""
+
+
+def _listener_inodes(port: int) -> set[str]:
+    """Socket inodes listening on ``port`` (any local address), from /proc/net/tcp{,6}."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            f = line.split()
+            if f[3] == "0A" and int(f[1].rsplit(":", 1)[1], 16) == port:
+                found.add(f[9])
+    return found
+
+
+def _owns(pid: int, inodes: set[str]) -> bool | None:
+    """Whether ``pid`` holds one of ``inodes``; None when /proc cannot tell."""
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return None
+    for fd in fds:
+        try:
+            link = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if link.startswith("socket:[") and link[8:-1] in inodes:
+            return True
+    return False
+
+
 def wait_port(port: int, proc: subprocess.Popen, timeout: float = 60.0) -> None:
+    """Until ``proc`` listens on ``port``; ``PortTaken`` when another process does."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"mitmdump exited with {proc.returncode}")
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return
+                pass
         except OSError:
             time.sleep(0.1)
+            continue
+        inodes = _listener_inodes(port)
+        if not inodes or _owns(proc.pid, inodes) is not False:
+            return
+        raise PortTaken(f"port {port} is another process's")
     raise RuntimeError(f"mitmdump did not listen on {port} within {timeout} s")
 
 
@@ -52,6 +94,16 @@ class Proxy:
     """A running ``mitmdump -s addon/dragoman.py --mode reverse:<fake>`` with one target protocol."""
 
     def __init__(self, target: str, upstream: FakeUpstream, workdir: Path, extra: list[str] | None = None) -> None:
+        for attempt in range(3):
+            try:
+                self._start(target, upstream, workdir, extra)
+                return
+            except PortTaken:
+                self.stop()
+                if attempt == 2:
+                    raise
+
+    def _start(self, target: str, upstream: FakeUpstream, workdir: Path, extra: list[str] | None) -> None:
         self.target = target
         self.port = free_port()
         self.log_path = workdir / f"mitmdump-{target}-{self.port}.log"
@@ -80,6 +132,8 @@ class Proxy:
         self.proc = subprocess.Popen(argv, stdout=self._log, stderr=subprocess.STDOUT, cwd=str(workdir))
         try:
             wait_port(self.port, self.proc)
+        except PortTaken:
+            raise
         except RuntimeError:
             self.stop()
             raise RuntimeError(f"mitmdump failed to start:\n{self.log()}") from None

@@ -25,6 +25,7 @@ from validators import chat as v_chat
 from validators import responses as v_responses
 
 from .conftest import SCRIPT
+from .conftest import PortTaken
 from .conftest import free_port
 from .conftest import mitmdump_bin
 from .conftest import wait_port
@@ -49,6 +50,18 @@ class Routed:
         env: dict[str, str] | None = None,
         extra: list[str] | None = None,
         verbosity: str = "info",
+    ) -> None:
+        for attempt in range(3):
+            try:
+                self._start(workdir, yaml_text, env, extra, verbosity)
+                return
+            except PortTaken:  # another xdist worker's mitmdump took the port first
+                self.stop()
+                if attempt == 2:
+                    raise
+
+    def _start(
+        self, workdir: Path, yaml_text: str, env: dict[str, str] | None, extra: list[str] | None, verbosity: str
     ) -> None:
         self.config = workdir / "routes.yaml"
         self.config.write_text(yaml_text)
@@ -80,6 +93,8 @@ class Routed:
         )
         try:
             wait_port(self.port, self.proc)
+        except PortTaken:
+            raise
         except RuntimeError:
             self.stop()
             raise RuntimeError(f"mitmdump failed to start:\n{self.log()}") from None
