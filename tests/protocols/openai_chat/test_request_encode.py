@@ -210,3 +210,47 @@ def test_reasoning_effort_mapping(reasoning, expected):
         and effort_from_budget(8192) == "medium"
         and effort_from_budget(8193) == "high"
     )
+
+
+def _deepseek_loop(first_turn_thinking: list) -> Request:
+    """Two tool-loop turns: the first per ``first_turn_thinking`` (e.g. answered by another provider, or with
+    no thinking), the second with DeepSeek's reasoning."""
+    return _req(
+        messages=[
+            Message("user", [TextPart("plan and run")]),
+            Message("assistant", [*first_turn_thinking, ToolCallPart(id="c1", name="f", arguments="{}")]),
+            Message("user", [ToolResultPart("c1", [TextPart("r1")])]),
+            Message("assistant", [ThinkingPart(text="next step"), ToolCallPart(id="c2", name="f", arguments="{}")]),
+            Message("user", [ToolResultPart("c2", [TextPart("r2")])]),
+        ]
+    )
+
+
+@pytest.mark.parametrize(
+    "first", [[], [ThinkingPart(text="")], [TextPart("let me check")]], ids=["no-thinking", "empty", "text-only"]
+)
+def test_every_tool_call_message_carries_reasoning_content_once_the_conversation_has_it(first):
+    """DeepSeek's thinking mode: "Missing reasoning_content field in the assistant message at message index N"
+    (400) for a tool-call message without the field, even an empty one."""
+    req = _deepseek_loop(first)
+    out = CODEC.encode_request(req, Context(request=req))
+    calls = [m for m in out["messages"] if m["role"] == "assistant"]
+    assert [m["reasoning_content"] for m in calls] == ["", "next step"]
+    assert all("tool_calls" in m for m in calls)
+
+
+def test_no_reasoning_content_is_invented_where_the_conversation_has_none_or_it_is_dropped():
+    """An upstream that never returned reasoning (OpenAI) gets no such field; ``dragoman_chat_reasoning=drop``
+    sends none at all."""
+    req = _req(
+        messages=[
+            Message("user", [TextPart("q")]),
+            Message("assistant", [ToolCallPart(id="c1", name="f", arguments="{}")]),
+            Message("user", [ToolResultPart("c1", [TextPart("r1")])]),
+        ]
+    )
+    out = CODEC.encode_request(req, Context(request=req))
+    assert all("reasoning_content" not in m for m in out["messages"])
+    req = _deepseek_loop([])
+    out = CODEC.encode_request(req, Context(request=req, chat_reasoning_field="drop"))
+    assert all("reasoning_content" not in m for m in out["messages"])

@@ -243,7 +243,21 @@ def _encode_messages(req: Request, ctx: Context) -> list[dict[str, Any]]:
             _encode_user(msg, ms)
     ms.flush_pending()
     gemini.sign_calls(out, sigs, ctx.dropped)
+    if reasoning_field:
+        _reasoning_on_every_call(out)
     return out
+
+
+def _reasoning_on_every_call(out: list[dict[str, Any]]) -> None:
+    """DeepSeek's thinking mode answers 400 ("Missing reasoning_content field in the assistant message at message
+    index N") when an assistant message with ``tool_calls`` lacks ``reasoning_content``, even an empty one (a turn
+    with no thinking, or one another provider answered). When the conversation carries ``reasoning_content`` at
+    all (its upstream speaks it), every tool-call message gets the field, empty where there was no thinking."""
+    assistant = [m for m in out if m["role"] == "assistant"]
+    if any("reasoning_content" in m for m in assistant):
+        for m in assistant:
+            if "tool_calls" in m and "reasoning_content" not in m:
+                m["reasoning_content"] = ""
 
 
 def _encode_user(msg: Message, ms: _Messages) -> None:
