@@ -31,7 +31,7 @@ from mitmproxy import optmanager
 from dragoman.ir.common import ErrorInfo
 from dragoman.ir.common import ErrorKind
 from dragoman.mitm import hosts
-from dragoman.mitm.outbound import client_key
+from dragoman.mitm.outbound import rewrite_auth
 from dragoman.mitm.routing import Routing
 from dragoman.protocols import Protocol
 from dragoman.protocols import detect
@@ -46,7 +46,6 @@ from dragoman.translate.tokens import estimate_input_tokens
 
 logger = logging.getLogger(__name__)
 
-ANTHROPIC_VERSION = "2023-06-01"
 JSON_CT = "application/json"
 MODELS_PATHS = ("/v1/models", "/models")
 COUNT_TOKENS_SUFFIX = "/messages/count_tokens"
@@ -299,12 +298,7 @@ class Endpoints:
         req = flow.request
         req.scheme, req.host, req.port = up.url.scheme, up.url.host, up.url.port
         req.path = join_endpoint(up.url.path, "/v1" + COUNT_TOKENS_SUFFIX)
-        key = up.keys[0].value if up.keys else None
-        saved, self.api_key = self.api_key, key
-        try:
-            self._rewrite_auth(req.headers, Protocol.ANTHROPIC_MESSAGES)
-        finally:
-            self.api_key = saved
+        rewrite_auth(req.headers, Protocol.ANTHROPIC_MESSAGES, up.keys[0].value if up.keys else None)
         flow.metadata[METADATA_KEY] = "count_tokens-forwarded"
         return True
 
@@ -322,20 +316,4 @@ class Endpoints:
 
     def _rewrite_auth(self, headers: http.Headers, target: Protocol) -> None:
         """Like Translate: the configured key (client credentials removed) or the client's key moved."""
-        if self.api_key is not None:
-            key: str | None = self.api_key
-            headers.pop("cookie", None)
-        else:
-            key = client_key(headers)
-        headers.pop("x-api-key", None)
-        headers.pop("authorization", None)
-        if target is Protocol.ANTHROPIC_MESSAGES:
-            if "anthropic-version" not in headers:
-                headers["anthropic-version"] = ANTHROPIC_VERSION
-            if key:
-                headers["x-api-key"] = key
-        else:
-            for name in [n for n in headers.keys() if n.lower().startswith("anthropic-")]:
-                headers.pop(name, None)
-            if key:
-                headers["authorization"] = f"Bearer {key}"
+        rewrite_auth(headers, target, self.api_key)
