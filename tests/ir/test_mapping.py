@@ -68,3 +68,12 @@ def test_responses_incomplete_roundtrip(reason):
 )
 def test_refused_stop(stop, refused, expected):
     assert mapping.refused_stop(stop, refused) is expected
+
+
+def test_chat_stop_after_tool_calls_is_a_tool_use_stop():
+    chat_stop = mapping.chat_stop
+    assert chat_stop("stop") is StopReason.END_TURN
+    assert chat_stop("stop", tool_calls=True) is StopReason.TOOL_USE
+    assert chat_stop("length", tool_calls=True) is StopReason.MAX_TOKENS
+    assert chat_stop("content_filter", tool_calls=True) is chat_stop("content_filter")
+    assert chat_stop(None, tool_calls=True) is None

@@ -67,7 +67,10 @@ def refused_stop(stop: StopReason | None, refused: bool) -> StopReason | None:
     return stop
 
 
-def chat_stop(value: str | None) -> StopReason | None:
+def chat_stop(value: str | None, tool_calls: bool = False) -> StopReason | None:
+    """A Chat ``finish_reason``; ``tool_calls``: the choice made tool calls. Gemini's compat layer and some local
+    servers end a tool-call turn with ``stop``: the calls are the answer, a tool-use stop."""
     if value is None:
         return None
-    return CHAT_TO_IR.get(value, StopReason.END_TURN)
+    stop = CHAT_TO_IR.get(value, StopReason.END_TURN)
+    return StopReason.TOOL_USE if tool_calls and stop is StopReason.END_TURN else stop

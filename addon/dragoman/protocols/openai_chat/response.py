@@ -18,7 +18,6 @@ from pydantic import ValidationError
 
 from dragoman.errors import UpstreamProtocolError
 from dragoman.ir.carry import is_unsigned
-from dragoman.ir.common import StopReason
 from dragoman.ir.common import Usage
 from dragoman.ir.mapping import IR_TO_CHAT
 from dragoman.ir.mapping import chat_stop
@@ -127,16 +126,10 @@ def decode_response(body: dict[str, Any], ctx: Context) -> Response:
         id=wire.id,
         model=wire.model,
         content=content,
-        stop_reason=_stop(choice.finish_reason, bool(msg.tool_calls)),
+        stop_reason=chat_stop(choice.finish_reason, bool(msg.tool_calls)),
         usage=decode_usage(wire.usage) or Usage(),
         created=wire.created,
     )
-
-
-def _stop(finish_reason: str | None, had_tools: bool) -> StopReason | None:
-    """Gemini and some local servers end a tool-call turn with ``stop``: the calls are the answer."""
-    stop = chat_stop(finish_reason)
-    return StopReason.TOOL_USE if had_tools and stop is StopReason.END_TURN else stop
 
 
 def _message_content(msg: m.ResponseMessage, ctx: Context) -> list[OutputPart]:

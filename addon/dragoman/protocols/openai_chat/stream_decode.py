@@ -367,10 +367,9 @@ class ChatStreamDecoder(StreamDecoder):
         self._tools.clear()
 
     def _on_finish(self, fr: Any, out: list[StreamEvent]) -> None:
-        stop, had_tools = chat_stop(fr if isinstance(fr, str) else None), bool(self._tools)
+        self._stop = chat_stop(fr if isinstance(fr, str) else None, bool(self._tools))
         self._close_current(out)
         self._close_tools(out)
-        self._stop = StopReason.TOOL_USE if had_tools and stop is StopReason.END_TURN else stop
         # tool arguments that are not JSON are an upstream fault, unless "length" cut them off
         self._args.check(self._stop)
         self.phase = Phase.FINISHED
