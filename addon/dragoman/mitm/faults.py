@@ -41,11 +41,16 @@ def _handler(flow: http.HTTPFlow) -> Any:
         return None
 
 
+def _writer(flow: http.HTTPFlow, conn: Any) -> Any:
+    """The asyncio stream writer of ``conn`` (the flow's client or server connection), or None."""
+    handler = _handler(flow)
+    io = handler.transports.get(conn) if handler is not None else None
+    return getattr(io, "writer", None)
+
+
 def close_server_connection(flow: http.HTTPFlow) -> bool:
     """Close the upstream socket of ``flow``; mitmproxy then sees the connection end mid-body."""
-    handler = _handler(flow)
-    io = handler.transports.get(flow.server_conn) if handler is not None else None
-    writer = getattr(io, "writer", None)
+    writer = _writer(flow, flow.server_conn)
     if writer is None:
         return False
     try:
@@ -67,9 +72,7 @@ def deliver_final_frame(flow: http.HTTPFlow, frame: bytes) -> bool:
         return False
     if resp.headers.get("transfer-encoding", "").lower() != "chunked":
         return False
-    handler = _handler(flow)
-    io = handler.transports.get(flow.client_conn) if handler is not None else None
-    writer = getattr(io, "writer", None)
+    writer = _writer(flow, flow.client_conn)
     if writer is None or not hasattr(writer, "is_closing") or writer.is_closing():
         return False
     data = (b"%x\r\n%s\r\n" % (len(frame), frame) if frame else b"") + b"0\r\n\r\n"
@@ -90,9 +93,7 @@ def deliver_error_answer(flow: http.HTTPFlow, status: int, body: bytes) -> bool:
     """
     if flow.client_conn.tls or not flow.request.http_version.startswith("HTTP/1") or not flow.killable:
         return False
-    handler = _handler(flow)
-    io = handler.transports.get(flow.client_conn) if handler is not None else None
-    writer = getattr(io, "writer", None)
+    writer = _writer(flow, flow.client_conn)
     if writer is None or not hasattr(writer, "is_closing") or writer.is_closing():
         return False
     reason = status_codes.RESPONSES.get(status, "")
