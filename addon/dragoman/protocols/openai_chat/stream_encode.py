@@ -81,6 +81,7 @@ class ChatStreamEncoder(StreamEncoder):
         self._usage = Usage()
         self._sig_dropped = False
         self._entries: dict[int, int] = {}  # thinking block index -> its reasoning_details entry index
+        self._tails: dict[int, bytes] = {}  # thinking block index -> the end of its text chunks (hot path)
 
     # -- interface
 
@@ -105,13 +106,11 @@ class ChatStreamEncoder(StreamEncoder):
                 if self._kinds.get(ev.index) is not _THINKING:
                     return self._unexpected(ev)
                 text = _dumps(ev.text)
-                entry = self._entries.get(ev.index)
-                if entry is None:
-                    entry = self._entries[ev.index] = len(self._entries)
-                return b"".join(
-                    (self._prefix, _REASONING_HEAD, text, _DETAILS_TEXT_HEAD, text, _DETAILS_INDEX)
-                    + (str(entry).encode(), _DETAILS_TAIL, _CHUNK_TAIL)
-                )
+                tail = self._tails.get(ev.index)
+                if tail is None:  # once per block: its entry index and the chunk's end, as bytes
+                    tail = _DETAILS_INDEX + b"%d" % self._entry(ev.index) + _DETAILS_TAIL + _CHUNK_TAIL
+                    self._tails[ev.index] = tail
+                return b"".join((self._prefix, _REASONING_HEAD, text, _DETAILS_TEXT_HEAD, text, tail))
             if cls is ToolArgsDelta:
                 if TYPE_CHECKING:
                     assert isinstance(ev, ToolArgsDelta)
@@ -190,7 +189,7 @@ class ChatStreamEncoder(StreamEncoder):
             if not ev.data:
                 self.ctx.dropped.add("redacted_thinking")
                 return b""
-            entry = self._entries[ev.index] = len(self._entries)
+            entry = self._entry(ev.index)
             return self._chunk({"reasoning_details": [reasoning_details.redacted_entry(ev.data, entry)]})
         if kind is BlockKind.TOOL_CALL or kind is BlockKind.CUSTOM_TOOL_CALL:
             tindex = self._next_tool
@@ -206,14 +205,18 @@ class ChatStreamEncoder(StreamEncoder):
             return self._chunk({"tool_calls": [call]})
         return b""
 
+    def _entry(self, index: int) -> int:
+        """The ``reasoning_details`` entry index of thinking block ``index`` (numbered in first-use order)."""
+        entry = self._entries.get(index)
+        if entry is None:
+            entry = self._entries[index] = len(self._entries)
+        return entry
+
     def _signature(self, ev: SignatureDelta) -> bytes:
         """Claude's signature: the last piece of the block's entry. Any other: dropped (named once)."""
         sig = reasoning_details.anthropic_signature(ev.signature)
         if sig is not None and self._kinds.get(ev.index) is _THINKING:
-            entry = self._entries.get(ev.index)
-            if entry is None:
-                entry = self._entries[ev.index] = len(self._entries)
-            return self._chunk({"reasoning_details": [reasoning_details.signature_entry(sig, entry)]})
+            return self._chunk({"reasoning_details": [reasoning_details.signature_entry(sig, self._entry(ev.index))]})
         if not self._sig_dropped and not is_unsigned(ev.signature):
             self.ctx.dropped.add("thinking_signature")
             self._sig_dropped = True
