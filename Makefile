@@ -10,7 +10,7 @@ EXTRAS ?= test,clients,dev
 JOBS ?= 2
 PYTEST_ARGS ?=
 
-.PHONY: help install test test-unit test-e2e lint check coverage run bench bench-quick bench-ledger golden fuzz
+.PHONY: help install test test-unit test-e2e lint check coverage run bench bench-quick bench-ledger bench-record golden fuzz
 
 help:
 	@echo "make install   create $(VENV) with $(PY) and install Dragoman editable with [$(EXTRAS)]"
@@ -23,6 +23,7 @@ help:
 	@echo "make run       offline demo: fake openai-chat upstream + mitmdump on 127.0.0.1:8080"
 	@echo "make bench     performance benchmark (prints a table, writes bench/results/latest.json)"
 	@echo "make bench-ledger  cost of the usage ledger's add() on the calling thread (prints a table)"
+	@echo "make bench-record  recording one 300,000-event stream: RSS growth, worst stall of another flow"
 
 install:
 	@test -x $(PYTHON) || $(PY) -m venv $(VENV)
@@ -66,6 +67,7 @@ run:
 bench:  ## performance benchmark (issue 6): prints one table, writes bench/results/latest.json
 	@test -x $(PYTHON) || $(MAKE) install
 	$(PYTHON) bench/run.py
+	$(PYTHON) bench/record.py
 
 bench-quick:  ## smoke run of the benchmark (< 2 min)
 	@test -x $(PYTHON) || $(MAKE) install
@@ -74,3 +76,7 @@ bench-quick:  ## smoke run of the benchmark (< 2 min)
 bench-ledger:  ## usage ledger (issue 15): add() cost on the calling thread, writer throughput
 	@test -x $(PYTHON) || $(MAKE) install
 	$(PYTHON) bench/ledger.py
+
+bench-record:  ## recorder (issue 23, 3(d)): RSS growth and the worst stall of a concurrent flow while recording
+	@test -x $(PYTHON) || $(MAKE) install
+	$(PYTHON) bench/record.py

@@ -151,7 +151,11 @@ def _cmd_record(args: argparse.Namespace, extra: list[str]) -> int:
     print(
         f"Dragoman record: every LLM API exchange goes to {folder}/NNN-<client>-to-<upstream>-<model>.json", flush=True
     )
-    print("Secrets (authorization, x-api-key, cookies, dragoman_redact names) are redacted before writing.", flush=True)
+    print(
+        "Credentials (headers, query parameters and body fields with credential names, dragoman_redact names) "
+        "are redacted before writing.",
+        flush=True,
+    )
     port = ns.port or 8080
     if ns.upstream or _has_mode(extra):
         print(f"Point clients at http://127.0.0.1:{port} (reverse mode); replay it later with:", flush=True)

@@ -41,7 +41,7 @@ def test_user_named_headers_fields_and_paths():
         "metadata": {"user_id": REDACTED, "other": 1},
     }
     assert body["password"] == "p"  # the input is not modified
-    assert Redactor().json(body) is body
+    assert Redactor().json(body)["metadata"] is body["metadata"]  # password is built in; user_id is not
     assert Redactor(["a.b"]).json({"a": 1}) == {"a": 1}
 
 
@@ -68,3 +68,56 @@ def test_values_are_scrubbed_from_bodies_with_the_same_length_and_from_the_text(
     r2 = Redactor()
     r2.headers([("x-api-key", 'quote"secret"value')])
     assert "secret" not in r2.text('{"a": "quote\\"secret\\"value"}')
+
+
+def test_credential_fields_are_redacted_at_any_depth_by_default():
+    r = Redactor()
+    body = {
+        "model": "m",
+        "max_tokens": 10,
+        "usage": {"input_tokens": 3, "cache_read_input_tokens": 1},
+        "prompt_cache_key": "conv-0123456789",
+        "api_key": "sk-body-SECRET-01234",
+        "tools": [{"name": "login", "input_schema": {"properties": {"password": {"type": "string"}}}}],
+        "messages": [
+            {"role": "assistant", "content": [{"type": "tool_use", "input": {"clientSecret": "cs-SECRET-98765"}}]},
+            {"logprobs": [{"token": "Hello", "logprob": -0.1}]},
+        ],
+        "nested": {"db_password": 12345678, "password": "", "access_token": None},
+    }
+    out = r.json(body)
+    assert out["api_key"] == REDACTED
+    assert out["messages"][0]["content"][0]["input"]["clientSecret"] == REDACTED
+    assert out["nested"] == {"db_password": REDACTED, "password": "", "access_token": None}
+    for k in ("model", "max_tokens", "usage", "prompt_cache_key", "tools"):
+        assert out[k] == body[k]
+    assert out["messages"][1] == body["messages"][1]
+    assert {"sk-body-SECRET-01234", "cs-SECRET-98765"} <= r.secrets
+    assert r.json(out) == out  # idempotent (a recorded body matches a live one on replay)
+    clean = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+    assert r.json(clean) is clean
+
+
+def test_more_credential_headers_and_query_parameters():
+    r = Redactor()
+    hdrs = [("X-Auth-Token", "tok-SECRET-1234"), ("x-amz-security-token", "amz-SECRET-1"), ("x-request-id", "r")]
+    assert r.headers(hdrs) == [("X-Auth-Token", REDACTED), ("x-amz-security-token", REDACTED), ("x-request-id", "r")]
+    url = "https://h/v1/x?token=tq-SECRET-123&sig=abc&api-version=2024&alt=sse&clientSecret=cs-SECRET-456"
+    out = r.url(url)
+    assert "SECRET" not in out and "sig=abc" not in out
+    assert "api-version=2024" in out and "alt=sse" in out
+    assert {"tq-SECRET-123", "cs-SECRET-456"} <= r.secrets
+
+
+def test_stream_mask_equals_body_bytes_over_every_split():
+    r = Redactor()
+    r.headers([("x-api-key", KEY), ("cookie", "sid=cookievalue123")])
+    data = f"data: {KEY} and cookievalue123 and {KEY[:5]} end {KEY}".encode()
+    want = r.body_bytes(data)
+    assert KEY.encode() not in want
+    for cut in range(len(data) + 1):
+        for cut2 in (cut, min(len(data), cut + 3)):
+            m = r.mask()
+            out = m.feed(data[:cut]) + m.feed(data[cut:cut2]) + m.feed(data[cut2:]) + m.flush()
+            assert out == want, (cut, cut2)
+    assert Redactor().mask().feed(b"abc") == b"abc"

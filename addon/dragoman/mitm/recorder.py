@@ -170,8 +170,9 @@ class Recorder:
             Sequence[str],
             [],
             "More header, query parameter or JSON body field names to redact in recordings (a bare name matches "
-            "a body field at any depth, a.b.c a path from the top). authorization, proxy-authorization, "
-            "x-api-key, api-key, x-goog-api-key, cookie and set-cookie are always redacted.",
+            "a body field at any depth, a.b.c a path from the top). Credential names (authorization, cookie, "
+            "x-api-key, api_key, access_token, client_secret, password, *_api_key, ...: the list in "
+            "dragoman.record.secret_names) are always redacted.",
         )
 
     def configure(self, updated: set[str]) -> None:

@@ -1,12 +1,20 @@
 """Redaction: secrets never reach a recording.
 
-* headers named in ``SECRET_HEADERS`` or in the user's list are replaced by ``REDACTED``;
-* JSON body fields named in the user's list (a bare name matches at any depth, a dotted path from the
-  top) are replaced by ``REDACTED``;
-* query parameters named in ``SECRET_QUERY`` or in the user's list are replaced by ``REDACTED``;
-* every secret VALUE seen in a redacted header (the key behind ``Bearer``, a cookie) is then scrubbed
-  wherever else it appears: in bodies with a same-length mask (so recorded chunk offsets stay valid),
-  in the final text with ``REDACTED``.
+What counts as a credential is ONE list, in ``dragoman.record.secret_names`` (read its docstring):
+
+* headers with a credential's name (``authorization``, ``x-api-key``, ``x-goog-api-key``, ``cookie``,
+  ``x-auth-token``...) or in the user's list (``dragoman_redact``) are replaced by ``REDACTED``;
+* query parameters with a credential's name (``key``, ``token``, ``api_key``, ``access_token``, ``sig``...)
+  or in the user's list are replaced by ``REDACTED``;
+* JSON body fields with a credential's name (``api_key``, ``password``, ``client_secret``,
+  ``access_token``, ``*_api_key``...) whose value is a string or a number are replaced by ``REDACTED``, at
+  any depth; ``max_tokens``, ``input_tokens``, ``prompt_cache_key``, a logprobs ``token``, a thinking
+  ``signature`` and tool schemas are not touched. The user's names (a bare name matches at any depth, a
+  dotted path from the top) replace any value;
+* every secret VALUE seen in a redacted place (the key behind ``Bearer``, a cookie, a password field) is
+  then scrubbed wherever else it appears: in bodies with a same-length mask (so recorded chunk offsets stay
+  valid; ``StreamMask`` does it chunk by chunk for a body written as it streams), in the final text with
+  ``REDACTED``.
 """
 
 from __future__ import annotations
@@ -21,21 +29,13 @@ from urllib.parse import urlencode
 from urllib.parse import urlsplit
 from urllib.parse import urlunsplit
 
+from dragoman.record.secret_names import is_credential
+from dragoman.record.secret_names import is_secret_header
+from dragoman.record.secret_names import is_secret_query
+
 logger = logging.getLogger(__name__)
 
 REDACTED = "[REDACTED]"
-SECRET_HEADERS = frozenset(
-    {
-        "authorization",
-        "proxy-authorization",
-        "x-api-key",
-        "api-key",
-        "x-goog-api-key",
-        "cookie",
-        "set-cookie",
-    }
-)
-SECRET_QUERY = frozenset({"key", "api_key", "api-key", "access_token"})
 #: shorter values are not scrubbed elsewhere (they would match ordinary text)
 MIN_SECRET_LEN = 8
 MASK = "*"
@@ -48,7 +48,7 @@ class Redactor:
 
     def __init__(self, names: Iterable[str] = ()) -> None:
         names = [n.strip() for n in names if n and n.strip()]
-        self._headers = SECRET_HEADERS | {n.lower() for n in names if "." not in n}
+        self._headers = {n.lower() for n in names if "." not in n}
         self._fields = {n.lower() for n in names if "." not in n}
         self._paths = [n.split(".") for n in names if "." in n]
         self.secrets: set[str] = set()
@@ -63,7 +63,7 @@ class Redactor:
     def headers(self, headers: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
         out = []
         for k, v in headers:
-            if k.lower() in self._headers:
+            if k.lower() in self._headers or is_secret_header(k):
                 self._remember(v)
                 out.append((k, REDACTED))
             else:
@@ -77,7 +77,7 @@ class Redactor:
         q = []
         changed = False
         for k, v in parse_qsl(parts.query, keep_blank_values=True):
-            if k.lower() in SECRET_QUERY or k.lower() in self._fields:
+            if k.lower() in self._fields or is_secret_query(k):
                 self._remember(v)
                 q.append((k, REDACTED))
                 changed = True
@@ -88,27 +88,40 @@ class Redactor:
         return urlunsplit(parts._replace(query=urlencode(q, safe="[]")))
 
     def json(self, obj: Any) -> Any:
-        """``obj`` with the named fields replaced (a copy where something changed)."""
-        if not self._fields and not self._paths:
-            return obj
+        """``obj`` with credential fields and the user's named fields replaced (a copy where something
+        changed; ``obj`` itself when nothing did)."""
         for path in self._paths:
             obj = _replace_path(obj, path)
-        if self._fields:
-            obj = self._replace_names(obj)
-        return obj
+        return self._replace_names(obj)
+
+    def _secret_field(self, key: Any, value: Any) -> bool:
+        if not isinstance(key, str):
+            return False
+        if key.lower() in self._fields:
+            return True
+        scalar = isinstance(value, (str, int, float)) and not isinstance(value, bool)
+        return scalar and value != "" and value != REDACTED and is_credential(key)
 
     def _replace_names(self, obj: Any) -> Any:
         if isinstance(obj, dict):
-            out = {}
+            out, changed = {}, False
             for k, v in obj.items():
-                if isinstance(k, str) and k.lower() in self._fields:
-                    out[k] = REDACTED
+                if self._secret_field(k, v):
+                    if isinstance(v, str):
+                        self._remember(v)
+                    out[k], changed = REDACTED, changed or v != REDACTED
                 else:
                     out[k] = self._replace_names(v)
-            return out
+                    changed = changed or out[k] is not v
+            return out if changed else obj
         if isinstance(obj, list):
-            return [self._replace_names(v) for v in obj]
+            items = [self._replace_names(v) for v in obj]
+            return items if any(a is not b for a, b in zip(items, obj, strict=True)) else obj
         return obj
+
+    def mask(self) -> StreamMask:
+        """A same-length mask for one body written chunk by chunk (secrets split across chunks included)."""
+        return StreamMask(self.secrets)
 
     def body_bytes(self, data: bytes) -> bytes:
         """Mask known secret values in raw bytes with a same-length mask (chunk offsets stay valid)."""
@@ -126,6 +139,37 @@ class Redactor:
             if escaped != s:
                 text = text.replace(escaped, REDACTED)
         return text
+
+
+class StreamMask:
+    """``feed(chunk)`` -> the masked bytes that are final so far; ``flush()`` -> the rest. The output, joined,
+    equals ``Redactor.body_bytes`` of the joined input (same length: recorded chunk offsets stay valid); up to
+    the longest secret's length minus one byte is held back between calls, in case a secret spans chunks."""
+
+    __slots__ = ("_secrets", "_keep", "_held")
+
+    def __init__(self, secrets: Iterable[str]) -> None:
+        self._secrets = sorted({s.encode("utf-8") for s in secrets}, key=len, reverse=True)
+        self._keep = max((len(s) for s in self._secrets), default=1) - 1
+        self._held = b""
+
+    def _masked(self, data: bytes) -> bytes:
+        for s in self._secrets:
+            if s in data:
+                data = data.replace(s, MASK.encode() * len(s))
+        return data
+
+    def feed(self, data: bytes) -> bytes:
+        if not self._secrets:
+            return data
+        buf = self._masked(self._held + data)
+        cut = max(0, len(buf) - self._keep)
+        self._held = buf[cut:]
+        return buf[:cut]
+
+    def flush(self) -> bytes:
+        out, self._held = self._held, b""
+        return out
 
 
 def _replace_path(obj: Any, path: list[str]) -> Any:
