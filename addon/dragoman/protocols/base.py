@@ -15,6 +15,8 @@ from dragoman.ir.common import ErrorInfo
 from dragoman.ir.events import StreamEvent
 from dragoman.ir.request import Request
 from dragoman.ir.response import Response
+from dragoman.protocols.profiles import GENERIC
+from dragoman.protocols.profiles import Profile
 from dragoman.sse.events import SSEEvent
 
 if TYPE_CHECKING:
@@ -41,6 +43,10 @@ class Context:
     chat_reasoning_field: str = "reasoning_content"
     #: how a Chat request asks for the token limit: "max_tokens" or "max_completion_tokens"
     chat_max_tokens_field: str = "max_tokens"
+    #: the Chat upstream's provider profile (``profiles``): how reasoning is asked for and given back
+    profile: Profile = GENERIC
+    #: what was sent in place of reasoning state the history lacks (``profiles`` placeholders), for one log line
+    placeholders: set[str] = field(default_factory=set)
     #: the local estimate of the request's input tokens (``translate.tokens``), set by the translate layer
     #: for an Anthropic client's stream: its ``message_start`` shows it when the upstream reports usage at the end
     input_tokens_estimate: int | None = None

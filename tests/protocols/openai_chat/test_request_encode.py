@@ -20,8 +20,8 @@ from dragoman.ir.request import ToolChoice
 from dragoman.ir.request import ToolResultPart
 from dragoman.protocols.base import Context
 from dragoman.protocols.openai_chat import CODEC
+from dragoman.protocols.openai_chat.reasoning_ask import effort_from_budget
 from dragoman.protocols.openai_chat.request_encode import UNANSWERED_TOOL_CALL
-from dragoman.protocols.openai_chat.request_encode import effort_from_budget
 
 from .helpers import DATA
 

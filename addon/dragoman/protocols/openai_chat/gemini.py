@@ -14,6 +14,13 @@ open tool block). An Anthropic or Responses client keeps it as a thinking signat
 and hands it back; ``sign_calls`` then puts each signature back on its call (by id) for the Chat upstream.
 Nothing is added where nothing was carried (OpenAI rejects unknown fields); an Anthropic upstream never
 gets the value (``content_encode`` drops carried values that are not Anthropic's).
+
+Thought summaries (``include_thoughts``, asked by the ``gemini`` profile): streamed as ``content`` deltas
+flagged ``extra_content: {"google": {"thought": true}}``, the first one opening with ``<thought>``; the first
+unflagged content after them starts with ``</thought>`` (shape from a Gemini log quoted in a public client's
+test, ``delta.content "<thought>Okay, ..."`` ... ``"</thought>"`` beside the signed tool call). With the
+profile on, flagged content is thinking and the tags are removed; a whole reply's content that starts with
+``<thought>`` is split the same way (``split_thought``).
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from dragoman.ir.events import BlockStart
 from dragoman.ir.events import BlockStop
 from dragoman.ir.events import SignatureDelta
 from dragoman.ir.events import StreamEvent
+from dragoman.ir.events import ThinkingDelta
 from dragoman.ir.request import ThinkingPart
 from dragoman.ir.request import ToolCallPart
 from dragoman.ir.response import OutputPart
@@ -39,6 +47,8 @@ if TYPE_CHECKING:
 
 #: what ``ctx.dropped`` names when a carried signature's tool call is not in the request
 DROPPED = "tool_calls.extra_content.google.thought_signature"
+THOUGHT_OPEN = "<thought>"
+THOUGHT_CLOSE = "</thought>"
 
 
 def thought_signature(tc: Any) -> str | None:
@@ -56,6 +66,49 @@ def extra_content(signature: str) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- decoding
+
+
+def is_thought(obj: dict[str, Any]) -> bool:
+    """A delta flagged ``extra_content.google.thought``."""
+    ec = obj.get("extra_content")
+    google = ec.get("google") if isinstance(ec, dict) else None
+    return isinstance(google, dict) and google.get("thought") is True
+
+
+def thought(dec: ChatStreamDecoder, delta: dict[str, Any], c: Any, out: list[StreamEvent]) -> Any:
+    """A delta's content: a flagged thought becomes thinking text without its tags (None is returned); other
+    content loses the ``</thought>`` that closes a thought and is returned to be decoded as text."""
+    if isinstance(c, str) and is_thought(delta):
+        text = c
+        if not dec.in_thought and text.startswith(THOUGHT_OPEN):
+            text = text[len(THOUGHT_OPEN) :]
+        dec.in_thought = True
+        if text.endswith(THOUGHT_CLOSE):
+            text, dec.in_thought = text[: -len(THOUGHT_CLOSE)], False
+        if text:
+            out.append(ThinkingDelta(dec._switch(BlockKind.THINKING, out), text))
+        return None
+    if isinstance(c, str) and c:
+        return after_thought(dec, c)
+    return c
+
+
+def after_thought(dec: ChatStreamDecoder, c: str) -> str:
+    """Text content: the first after a thought loses its leading ``</thought>``."""
+    if dec.in_thought:
+        dec.in_thought = False
+        if c.startswith(THOUGHT_CLOSE):
+            return c[len(THOUGHT_CLOSE) :]
+    return c
+
+
+def split_thought(content: str) -> tuple[str | None, str]:
+    """A whole reply's content -> (thought summary or None, the answer text)."""
+    if content.startswith(THOUGHT_OPEN):
+        end = content.find(THOUGHT_CLOSE)
+        if end >= 0:
+            return content[len(THOUGHT_OPEN) : end], content[end + len(THOUGHT_CLOSE) :]
+    return None, content
 
 
 def stream_signature(

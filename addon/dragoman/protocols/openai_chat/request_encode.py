@@ -39,7 +39,9 @@ from dragoman.protocols._custom_args import wrap_custom_args
 from dragoman.protocols._data_url import data_url
 from dragoman.protocols.base import Context
 from dragoman.protocols.openai_chat import gemini
+from dragoman.protocols.openai_chat import profile_rules
 from dragoman.protocols.openai_chat import reasoning_details
+from dragoman.protocols.openai_chat.reasoning_ask import encode_reasoning
 
 UNANSWERED_TOOL_CALL = "tool call was not answered"
 CUSTOM_TOOL_PARAMETERS: dict[str, Any] = {
@@ -51,20 +53,12 @@ CUSTOM_TOOL_PARAMETERS: dict[str, Any] = {
 _EMPTY_PARAMETERS: dict[str, Any] = {"type": "object", "properties": {}}
 
 
-def effort_from_budget(budget: int) -> str:
-    if budget <= 2048:
-        return "low"
-    if budget <= 8192:
-        return "medium"
-    return "high"
-
-
 def encode_request(req: Request, ctx: Context) -> dict[str, Any]:
     dropped = ctx.dropped
     out: dict[str, Any] = {"model": req.model, "messages": _encode_messages(req, ctx)}
     _encode_tools(req, ctx, out)
     if req.max_tokens is not None:
-        out[ctx.chat_max_tokens_field] = req.max_tokens
+        out[ctx.profile.max_tokens_field or ctx.chat_max_tokens_field] = req.max_tokens
     if req.temperature is not None:
         out["temperature"] = req.temperature
     if req.top_p is not None:
@@ -75,7 +69,7 @@ def encode_request(req: Request, ctx: Context) -> dict[str, Any]:
         out["stop"] = list(req.stop)
     if req.user is not None:
         out["user"] = req.user
-    _encode_reasoning(req, ctx, out)
+    encode_reasoning(req, ctx, out)
     rf = req.response_format
     if rf is not None:
         if rf.type == "json_schema":
@@ -135,28 +129,11 @@ def _encode_tool(t: Tool, ctx: Context) -> dict[str, Any] | None:
         return {"type": "function", "function": fn}
     if t.description is not None:
         fn["description"] = t.description
-    fn["parameters"] = t.parameters if t.parameters is not None else _EMPTY_PARAMETERS
+    params = t.parameters if t.parameters is not None else _EMPTY_PARAMETERS
+    fn["parameters"] = profile_rules.schema(params, ctx) if ctx.profile.schema_drop else params
     if t.strict is not None:
         fn["strict"] = t.strict
     return {"type": "function", "function": fn}
-
-
-def _encode_reasoning(req: Request, ctx: Context, out: dict[str, Any]) -> None:
-    r = req.reasoning
-    if r is None:
-        return
-    effort: str | None = None
-    if r.enabled is not False:
-        if r.effort:
-            effort = r.effort
-        elif r.budget_tokens is not None:
-            effort = effort_from_budget(r.budget_tokens)
-        elif r.adaptive or r.enabled:
-            effort = "medium"
-    if effort is not None:
-        out["reasoning_effort"] = effort
-    if r.summary:
-        ctx.dropped.add("reasoning.summary")
 
 
 # ---------------------------------------------------------------- content parts
@@ -228,7 +205,7 @@ def _encode_messages(req: Request, ctx: Context) -> list[dict[str, Any]]:
     out = ms.out
     if req.system:
         out.append({"role": "system", "content": "\n".join(p.text for p in req.system)})
-    reasoning_field = ctx.chat_reasoning_field == "reasoning_content"
+    reasoning_field = profile_rules.echoes_reasoning(ctx)
     sigs: dict[str, str] = {}  # Gemini's thought signatures by tool call id
     for msg in req.messages:
         if msg.role == "system":
@@ -243,21 +220,8 @@ def _encode_messages(req: Request, ctx: Context) -> list[dict[str, Any]]:
             _encode_user(msg, ms)
     ms.flush_pending()
     gemini.sign_calls(out, sigs, ctx.dropped)
-    if reasoning_field:
-        _reasoning_on_every_call(out)
+    profile_rules.fill_history(out, ctx, reasoning_field)
     return out
-
-
-def _reasoning_on_every_call(out: list[dict[str, Any]]) -> None:
-    """DeepSeek's thinking mode answers 400 ("Missing reasoning_content field in the assistant message at message
-    index N") when an assistant message with ``tool_calls`` lacks ``reasoning_content``, even an empty one (a turn
-    with no thinking, or one another provider answered). When the conversation carries ``reasoning_content`` at
-    all (its upstream speaks it), every tool-call message gets the field, empty where there was no thinking."""
-    assistant = [m for m in out if m["role"] == "assistant"]
-    if any("reasoning_content" in m for m in assistant):
-        for m in assistant:
-            if "tool_calls" in m and "reasoning_content" not in m:
-                m["reasoning_content"] = ""
 
 
 def _encode_user(msg: Message, ms: _Messages) -> None:

@@ -140,8 +140,13 @@ def _message_content(msg: m.ResponseMessage, ctx: Context) -> list[OutputPart]:
     if thinking is not None:
         content.append(thinking)
     if isinstance(msg.content, str):
-        if msg.content:
-            content.append(TextPart(msg.content))
+        text = msg.content
+        if ctx.profile.thought_tags:  # Gemini's thought summary, <thought>-wrapped before the answer
+            summary, text = gemini.split_thought(text)
+            if summary:
+                content.append(ThinkingPart(text=summary))
+        if text:
+            content.append(TextPart(text))
     elif msg.content:
         for p in msg.content:
             t = p.get("type")

@@ -42,11 +42,11 @@ from dragoman.protocols._custom_args import unwrap_custom_args
 from dragoman.protocols.base import Context
 from dragoman.protocols.base import StreamDecoder
 from dragoman.protocols.openai_chat import gemini
+from dragoman.protocols.openai_chat import stream_parts
 from dragoman.protocols.openai_chat.errors import error_info_from_object
 from dragoman.protocols.openai_chat.reasoning_details import Details
 from dragoman.protocols.openai_chat.response import DROPPED_CHOICES
 from dragoman.protocols.openai_chat.response import decode_usage
-from dragoman.protocols.openai_chat.response import mistral_thinking
 from dragoman.sse.events import SSEEvent
 
 logger = logging.getLogger(__name__)
@@ -98,6 +98,8 @@ class ChatStreamDecoder(StreamDecoder):
         self._args = ToolArgs()
         self._other_choices = False  # a choice other than 0 was seen (and dropped)
         self._rd: Details | None = None  # the open thinking block's OpenRouter reasoning_details
+        self._thought_tags = ctx.profile.thought_tags  # Gemini's <thought> summaries (see ``gemini``)
+        self.in_thought = False
 
     # -- interface
 
@@ -151,8 +153,10 @@ class ChatStreamDecoder(StreamDecoder):
                         # fast path: a plain text delta (optionally with the role), the bulk of every stream
                         if c.__class__ is str and (len(delta) == 1 or (len(delta) == 2 and "role" in delta)):
                             if c:
-                                idx = self._cur if self._cur_kind is _TEXT else self._switch(_TEXT, out)
-                                out.append(TextDelta(idx, c))
+                                if self._cur_kind is _TEXT:
+                                    out.append(TextDelta(self._cur, c))
+                                else:
+                                    self._text_start(c, out)
                         elif c is None and len(delta) == 1 and (tcs := delta.get("tool_calls")):
                             for pos, tc in enumerate(tcs):  # fast path: tool_calls only
                                 self._tool_delta(tc, pos, out)
@@ -246,6 +250,13 @@ class ChatStreamDecoder(StreamDecoder):
         out.append(BlockStart(idx, kind))
         return idx
 
+    def _text_start(self, c: str, out: list[StreamEvent]) -> None:
+        """A plain text delta after another kind of block (or none): Gemini's ``</thought>`` is not text."""
+        if self._thought_tags:
+            c = gemini.after_thought(self, c)
+        if c:
+            out.append(TextDelta(self._switch(_TEXT, out), c))
+
     def _close_current(self, out: list[StreamEvent]) -> None:
         if self._cur_kind is not None:
             self._stop_current(out)
@@ -262,9 +273,11 @@ class ChatStreamDecoder(StreamDecoder):
 
     def _delta(self, delta: dict[str, Any], c: Any, out: list[StreamEvent]) -> None:
         """Every delta ``feed`` has no fast path for, its items in wire order (reasoning precedes text)."""
-        self._reasoning(delta, out)
+        if self._thought_tags:
+            c = gemini.thought(self, delta, c, out)
+        stream_parts.reasoning(self, delta, out)
         if c:
-            self._content(c, out)
+            stream_parts.content(self, c, out)
         ref = delta.get("refusal")
         if ref and isinstance(ref, str):
             out.append(TextDelta(self._switch(BlockKind.REFUSAL, out), ref))
@@ -274,43 +287,6 @@ class ChatStreamDecoder(StreamDecoder):
                 self._tool_delta(tc, pos, out)
         if delta.get("annotations"):
             self.ctx.dropped.add("delta.annotations")
-
-    def _reasoning(self, delta: dict[str, Any], out: list[StreamEvent]) -> None:
-        """``reasoning_details`` (OpenRouter: their text, if they have a text field, is the thinking text;
-        the entries become the block's signature), else ``reasoning_content`` (DeepSeek, vLLM) or ``reasoning``."""
-        rd = delta.get("reasoning_details")
-        if rd and isinstance(rd, list) and any(isinstance(d, dict) for d in rd):
-            idx = self._switch(_THINKING, out)
-            acc = self._rd = self._rd or Details()
-            texts = acc.feed(rd)
-            out.extend(ThinkingDelta(idx, t, summary=summary) for t, summary in texts if t)
-            if texts:
-                return
-        r = delta.get("reasoning_content") or delta.get("reasoning")
-        if r and isinstance(r, str):
-            out.append(ThinkingDelta(self._switch(_THINKING, out), r))
-
-    def _content(self, c: Any, out: list[StreamEvent]) -> None:
-        """``content``: a string, or parts (text, Mistral ``thinking``)."""
-        if isinstance(c, str):
-            out.append(TextDelta(self._switch(_TEXT, out), c))
-            return
-        if not isinstance(c, list):
-            return
-        for p in c:
-            if not isinstance(p, dict):
-                continue
-            t = p.get("type")
-            if t == "text":
-                text = p.get("text")
-                if text:
-                    out.append(TextDelta(self._switch(_TEXT, out), text))
-            elif t == "thinking":
-                text = mistral_thinking(p.get("thinking"))
-                if text:
-                    out.append(ThinkingDelta(self._switch(_THINKING, out), text))
-            else:
-                self.ctx.dropped.add(f"delta.content.{t}")
 
     def _tool_delta(self, tc: Any, pos: int, out: list[StreamEvent]) -> None:
         if not isinstance(tc, dict):
