@@ -128,7 +128,7 @@ def replace(old: str, new: str) -> str:
         ),
         (
             replace("    keys: [literal-key]\n", "    key: literal-key\n"),
-            "routes.yaml line 12: upstreams[2]: unknown field 'key' (allowed: name, protocol, base_url, keys)",
+            "routes.yaml line 12: upstreams[2]: unknown field 'key' (allowed: name, protocol, base_url, keys, profile)",
         ),
         (
             replace("max_attempts: 3", "max_attempts: 0"),

@@ -13,6 +13,7 @@ from mitmproxy import http
 from dragoman.ir.common import ErrorInfo
 from dragoman.ir.common import ErrorKind
 from dragoman.mitm import outbound
+from dragoman.mitm import profile_log
 from dragoman.mitm.flowstate import FlowState
 from dragoman.mitm.relay import Failure
 from dragoman.mitm.relay import Prepared
@@ -23,6 +24,7 @@ from dragoman.protocols.base import Context
 from dragoman.routing.attempts import Attempt
 from dragoman.routing.attempts import Attempts
 from dragoman.routing.spec import Limits
+from dragoman.routing.spec import Upstream
 from dragoman.routing.url import UpstreamURL
 from dragoman.translate.plan import Plan
 from dragoman.translate.request import ClientRequest
@@ -38,7 +40,7 @@ class RoutedExchange:
         client: Protocol,
         cr: ClientRequest,
         state: FlowState,
-        new_context: Callable[[], Context],
+        new_context: Callable[[Upstream], Context],
         named: bool,
     ) -> None:
         req = flow.request
@@ -79,8 +81,9 @@ class RoutedExchange:
     def prepare(self, att: Attempt) -> Prepared:
         up = att.candidate.upstream
         plan = Plan(self.client, up.protocol)
-        actx = self.new_context()
+        actx = self.new_context(up)
         body = encode_upstream_request(self.cr, plan, actx, att.candidate.model)
+        profile_log.log_placeholders(self.flow_id, actx)
         key = att.key.value if att.key is not None else self.own_key
         url = up.url if up.url is not None else self.origin
         headers = outbound.relayed_headers(self.client_headers, up.protocol, key)

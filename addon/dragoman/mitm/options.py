@@ -7,12 +7,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from dragoman.protocols import Protocol
+from dragoman.protocols import profiles
 
 OPTION_PREFIX = "dragoman_"
 CHOICES = {
     "dragoman_target": ["", *(p.value for p in Protocol)],
     "dragoman_chat_reasoning": ["reasoning_content", "drop"],
     "dragoman_chat_max_tokens_field": ["max_tokens", "max_completion_tokens"],
+    "dragoman_profile": list(profiles.CHOICES),
 }
 
 
@@ -47,6 +49,15 @@ def declare_upstream(loader: Any) -> None:
         "API key for the upstream, or env:NAME to read it from the environment at startup. When set, the "
         "client's x-api-key, authorization and cookie headers are removed. Empty: the client's own key is "
         "moved to the target's header (x-api-key for anthropic, Authorization: Bearer for OpenAI).",
+    )
+    loader.add_option(
+        "dragoman_profile",
+        str,
+        "auto",
+        "Provider profile of an openai-chat upstream: how reasoning is asked for, what goes back on later turns "
+        'and what stands in where the history has none (README "Providers"). auto: detected from the upstream\'s '
+        "host (api.deepseek.com, generativelanguage.googleapis.com, openrouter.ai, ...; any other host: generic).",
+        choices=CHOICES["dragoman_profile"],
     )
     loader.add_option(
         "dragoman_model_map",

@@ -13,6 +13,7 @@ import logging
 import os
 from pathlib import Path
 
+from dragoman.mitm import profile_log
 from dragoman.routing.load import ConfigError
 from dragoman.routing.load import load_config
 from dragoman.routing.pool import KeyPool
@@ -36,7 +37,7 @@ def read_config(path: Path) -> Config:
 
 
 class Routing:
-    __slots__ = ("config", "router", "pools", "path", "_stamp", "_task")
+    __slots__ = ("config", "router", "pools", "path", "_stamp", "_task", "_logged")
 
     def __init__(self) -> None:
         #: None: Dragoman is off (no target and no routes file)
@@ -47,6 +48,7 @@ class Routing:
         self.path: Path | None = None
         self._stamp: tuple[int, int] | None = None
         self._task: asyncio.Task[None] | None = None
+        self._logged: set[str] = set()
 
     def install(self, config: Config | None, path: Path | None = None) -> None:
         old = self.pools
@@ -57,6 +59,8 @@ class Routing:
                 if name in old:
                     pool.carry_from(old[name])
                 pools[name] = pool
+        if config is not None:
+            profile_log.log_profiles(config, self._logged)
         self.config = config
         self.router = Router(config) if config is not None else None
         self.pools = pools

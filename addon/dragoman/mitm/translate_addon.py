@@ -26,6 +26,7 @@ from dragoman.ir.common import ErrorKind
 from dragoman.mitm import hosts
 from dragoman.mitm import inbound
 from dragoman.mitm import outbound
+from dragoman.mitm import profile_log
 from dragoman.mitm.client_auth import CLIENT_METADATA_KEY
 from dragoman.mitm.exchange import RoutedExchange
 from dragoman.mitm.faults import IdleWatchdog
@@ -42,6 +43,7 @@ from dragoman.routing.attempts import Attempts
 from dragoman.routing.keyspec import resolve_key as resolve_api_key
 from dragoman.routing.router import Candidate
 from dragoman.routing.spec import Upstream
+from dragoman.routing.spec import upstream_profile
 from dragoman.routing.url import join_endpoint
 from dragoman.routing.url import parse_upstream
 from dragoman.translate.plan import Plan
@@ -120,11 +122,12 @@ class Translate(TranslateConfig):
             # mitmproxy's own forwarding gives an HTML 502 and cuts the stream there.
             self._relayed(flow, client, cr, route, candidates)
 
-    def _new_context(self) -> Context:
+    def _new_context(self, up: Upstream, flow: http.HTTPFlow) -> Context:
         return Context(
             strict=ctx.options.dragoman_strict,
             chat_reasoning_field=ctx.options.dragoman_chat_reasoning,
             chat_max_tokens_field=ctx.options.dragoman_chat_max_tokens_field,
+            profile=upstream_profile(up, flow.request.host, flow.request.port),
         )
 
     def _encode(self, flow: http.HTTPFlow, cr: ClientRequest, plan: Plan, tctx: Context, model: str) -> bytes | None:
@@ -150,10 +153,11 @@ class Translate(TranslateConfig):
         """One possible attempt: mitmproxy forwards the flow itself (no extra hop)."""
         up = cand.upstream
         plan = Plan(client, up.protocol)
-        tctx = self._new_context()
+        tctx = self._new_context(up, flow)
         body = self._encode(flow, cr, plan, tctx, cand.model)
         if body is None:
             return
+        profile_log.log_placeholders(flow.id, tctx)
         state = self._state(flow, plan, tctx, cr, route, cand)
         self.flows.put(flow.id, state)
         outbound.rewrite_url(flow.request, up.url, up.protocol, plan.identity)
@@ -173,8 +177,10 @@ class Translate(TranslateConfig):
         config = self.routing.config
         assert config is not None
         first = candidates[0]
-        state = self._state(flow, Plan(client, first.upstream.protocol), self._new_context(), cr, route, first)
-        exchange = RoutedExchange(flow, client, cr, state, self._new_context, self.routed)
+        state = self._state(
+            flow, Plan(client, first.upstream.protocol), self._new_context(first.upstream, flow), cr, route, first
+        )
+        exchange = RoutedExchange(flow, client, cr, state, lambda up: self._new_context(up, flow), self.routed)
         job = exchange.make_job(
             Attempts(candidates, self.routing.pools, config.limits),
             config.limits,

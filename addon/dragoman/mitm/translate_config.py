@@ -36,7 +36,7 @@ JSON_CT = inbound.JSON_CT
 #: the response header naming who answered a routed request
 ROUTE_HEADER = "x-dragoman-route"
 SHORTHAND_OPTIONS = ("dragoman_target", "dragoman_upstream", "dragoman_api_key", "dragoman_model_map")
-ROUTING_OPTIONS = frozenset({"dragoman_config", *SHORTHAND_OPTIONS})
+ROUTING_OPTIONS = frozenset({"dragoman_config", "dragoman_profile", *SHORTHAND_OPTIONS})
 EXPOSURE_OPTIONS = frozenset({"dragoman_client_keys", "dragoman_allow_remote", "listen_host", "mode"})
 
 
@@ -138,10 +138,14 @@ class TranslateConfig:
         if not path:
             config = None
             if self.target is not None:
-                config = config_from_options(self.target, self.upstream, self.api_key, self.model_map)
+                config = config_from_options(
+                    self.target, self.upstream, self.api_key, self.model_map, ctx.options.dragoman_profile
+                )
             self.routing.install(config)
             return
         clash = [n for n in SHORTHAND_OPTIONS if getattr(ctx.options, n)]
+        if ctx.options.dragoman_profile != "auto":
+            clash.append("dragoman_profile (use profile: on the upstream)")
         if clash:
             raise exceptions.OptionsError(
                 f"dragoman_config cannot be combined with {', '.join(clash)}: the routes file names every "

@@ -14,6 +14,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
 from dragoman.protocols import Protocol
+from dragoman.protocols import profiles
 from dragoman.routing.keyspec import describe_key
 from dragoman.routing.keyspec import resolve_key
 from dragoman.routing.spec import ClientKey
@@ -29,7 +30,7 @@ from dragoman.translate.plan import ModelRule
 
 PROTOCOLS = tuple(p.value for p in Protocol)
 TOP_KEYS = ("upstreams", "routes", "clients", "limits")
-UPSTREAM_KEYS = ("name", "protocol", "base_url", "keys")
+UPSTREAM_KEYS = ("name", "protocol", "base_url", "keys", "profile")
 ROUTE_KEYS = ("match", "to")
 CLIENT_KEYS = ("name", "key", "models", "routes")
 LIMIT_KEYS = tuple(Limits.__dataclass_fields__)
@@ -152,8 +153,19 @@ def _upstreams(w: _Where, doc: Mapping[str, Any], environ: Mapping[str, str]) ->
             url: UpstreamURL = parse_upstream(base)
         except ValueError as e:
             raise w.fail(node, path, f"bad base_url {base!r}: {e}", "base_url") from None
-        out[name] = Upstream(name, Protocol(proto), url, _keys(w, node, path, environ))
+        out[name] = Upstream(name, Protocol(proto), url, _keys(w, node, path, environ), _profile(w, node, path, proto))
     return out
+
+
+def _profile(w: _Where, node: Mapping[str, Any], path: str, proto: str) -> str:
+    if "profile" not in node:
+        return "auto"
+    value = node["profile"]
+    if not isinstance(value, str) or value not in profiles.CHOICES:
+        raise w.fail(node, path, f"unknown profile {value!r} (allowed: {', '.join(profiles.CHOICES)})", "profile")
+    if value != "auto" and proto != Protocol.OPENAI_CHAT.value:
+        raise w.fail(node, path, f"a profile applies to openai-chat upstreams, not {proto}", "profile")
+    return value
 
 
 def parse_target(spec: str) -> Target:
@@ -260,10 +272,10 @@ def _limits(w: _Where, doc: Mapping[str, Any]) -> Limits:
 
 
 def config_from_options(
-    target: Protocol, url: UpstreamURL | None, key: str | None, model_map: list[ModelRule]
+    target: Protocol, url: UpstreamURL | None, key: str | None, model_map: list[ModelRule], profile: str = "auto"
 ) -> Config:
     """The single-upstream options as a config: one upstream and a catch-all route."""
     keys = (KeyRef(key, "dragoman_api_key"),) if key else ()
-    upstream = Upstream(DEFAULT_UPSTREAM, target, url, keys)
+    upstream = Upstream(DEFAULT_UPSTREAM, target, url, keys, profile)
     route = Route("*", (Target(DEFAULT_UPSTREAM),), tuple(model_map))
     return Config({DEFAULT_UPSTREAM: upstream}, (route,), (), Limits(), "options")

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from dataclasses import field
 
 from dragoman.protocols import Protocol
+from dragoman.protocols import profiles
 from dragoman.routing.url import UpstreamURL
 from dragoman.translate.plan import ModelRule
 
@@ -26,6 +27,8 @@ class Upstream:
     url: UpstreamURL | None
     #: the key pool, used in turn; empty: the client's own key moves across
     keys: tuple[KeyRef, ...] = ()
+    #: the provider profile of an openai-chat upstream (``dragoman.protocols.profiles``); "auto": from the host
+    profile: str = "auto"
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,3 +88,24 @@ class Config:
     def holds_keys(self) -> bool:
         """Some upstream spends a key of ours (so who may reach this proxy matters)."""
         return any(u.keys for u in self.upstreams.values())
+
+
+def upstream_profile(up: Upstream, host: str, port: int) -> profiles.Profile:
+    """The provider profile of a request to ``up``; an upstream without a URL goes to the host the client asked
+    for (``host``/``port``), which then identifies the profile. Only openai-chat upstreams have one."""
+    if up.protocol is not Protocol.OPENAI_CHAT:
+        return profiles.GENERIC
+    h, p = (up.url.host, up.url.port) if up.url is not None else (host, port)
+    return profiles.choose(up.profile, h, p)[0]
+
+
+def describe_profile(up: Upstream) -> str | None:
+    """How an openai-chat upstream's profile is chosen, for the start-up log (None: not a Chat upstream)."""
+    if up.protocol is not Protocol.OPENAI_CHAT:
+        return None
+    if up.profile != "auto":
+        return f"{up.profile} (set)"
+    if up.url is None:
+        return "auto (detected per request from the host the client asked for)"
+    found, _ = profiles.choose(None, up.url.host, up.url.port)
+    return f"{found.name} (detected from {up.url.host})"
