@@ -168,3 +168,76 @@ def test_shorthand_is_one_upstream_and_a_catch_all_route():
     cfg = config_from_options(Protocol.OPENAI_CHAT, None, "sk-x", [])
     assert list(cfg.upstreams) == ["default"] and cfg.routes[0].match == "*"
     assert cfg.upstreams["default"].keys[0].label == "dragoman_api_key"
+
+
+PROFILED = """\
+upstreams:
+  - name: ds
+    protocol: openai-chat
+    base_url: https://api.deepseek.com/v1
+  - name: local
+    protocol: openai-chat
+    base_url: http://127.0.0.1:8000/v1
+    profile: deepseek
+  - name: gem
+    protocol: openai-chat
+    base_url: https://generativelanguage.googleapis.com/v1beta/openai
+    profile: generic
+routes:
+  - match: "*"
+    to: ds
+"""
+
+
+def test_an_upstream_profile_is_set_or_detected_from_its_host():
+    from dragoman.protocols import profiles
+    from dragoman.routing.spec import describe_profile
+    from dragoman.routing.spec import upstream_profile
+
+    cfg = load(PROFILED)
+    ds, local, gem = cfg.upstreams["ds"], cfg.upstreams["local"], cfg.upstreams["gem"]
+    assert (ds.profile, local.profile, gem.profile) == ("auto", "deepseek", "generic")
+    assert upstream_profile(ds, "ignored", 1) is profiles.get("deepseek")
+    assert upstream_profile(local, "ignored", 1) is upstream_profile(ds, "x", 1)  # set = detected, same rules
+    assert upstream_profile(gem, "ignored", 1) is profiles.GENERIC  # set overrides detection
+    assert describe_profile(ds) == "deepseek (detected from api.deepseek.com)"
+    assert describe_profile(local) == "deepseek (set)"
+    claude = load(GOOD).upstreams["claude"]
+    assert describe_profile(claude) is None and upstream_profile(claude, "h", 1) is profiles.GENERIC
+
+
+def test_shorthand_upstream_without_url_detects_from_the_client_host():
+    from dragoman.protocols import profiles
+    from dragoman.routing.spec import upstream_profile
+
+    up = config_from_options(Protocol.OPENAI_CHAT, None, None, []).upstreams["default"]
+    assert upstream_profile(up, "openrouter.ai", 443) is profiles.get("openrouter")
+    up = config_from_options(Protocol.OPENAI_CHAT, None, None, [], "qwen").upstreams["default"]
+    assert upstream_profile(up, "openrouter.ai", 443) is profiles.get("qwen")
+
+
+@pytest.mark.parametrize(
+    "line,message",
+    [
+        (
+            "    profile: deepsek\n",
+            "routes.yaml line 5: upstreams[0] (x): unknown profile 'deepsek' (allowed: auto, generic,",
+        ),
+        ("    profile: [gemini]\n", "unknown profile ['gemini']"),
+    ],
+)
+def test_a_bad_profile_is_refused_with_the_allowed_names(line, message):
+    text = (
+        "upstreams:\n  - name: x\n    protocol: openai-chat\n    base_url: http://h\n"
+        + line
+        + "routes:\n  - match: '*'\n    to: x\n"
+    )
+    with pytest.raises(ConfigError) as e:
+        load(text)
+    assert message in str(e.value)
+
+
+def test_a_profile_on_a_non_chat_upstream_is_refused():
+    text = "upstreams:\n  - name: x\n    protocol: anthropic\n    base_url: http://h\n    profile: gemini\nroutes:\n  - match: '*'\n    to: x\n"
+    with pytest.raises(ConfigError, match="a profile applies to openai-chat upstreams, not anthropic"):
+        load(text)

@@ -258,3 +258,61 @@ def test_signature_whose_call_is_gone_is_named_dropped():
     body = CODEC.encode_request(_request(parts, []), ctx)
     assert "extra_content" not in json.dumps(body) and SIG_A not in json.dumps(body)
     assert gemini.DROPPED in ctx.dropped.fields
+
+
+# ---------------------------------------------------------------- thought summaries (gemini profile)
+
+
+def gemini_ctx() -> Context:
+    from dragoman.protocols import profiles
+
+    return Context(profile=profiles.get("gemini"))
+
+
+def thought_stream(answer_split: bool) -> bytes:
+    """Thought deltas flagged ``extra_content.google.thought`` (``<thought>`` opens the first), then ``</thought>``
+    on the first unflagged content, as a Gemini log quoted in a public client's test shows."""
+    flag = {"extra_content": {"google": {"thought": True}}}
+    deltas = [
+        {"content": "<thought>Okay, I", **flag},
+        {"content": " will check.", **flag},
+    ]
+    if answer_split:
+        deltas += [{"content": "</thought>Sunny"}, {"content": " today."}]
+    else:
+        deltas += [{"content": "</thought>", "tool_calls": [call("fc-1", "get_weather", WEATHER, SIG_A)]}]
+    body = "".join(chunk({"role": "assistant", **d}) for d in deltas) + chunk({}, "stop")
+    return (body + "data: [DONE]\n\n").encode()
+
+
+def test_thought_summaries_become_thinking_and_their_tags_vanish():
+    for label, pieces in chunkings(thought_stream(answer_split=True)):
+        events = decode_stream(pieces, gemini_ctx())
+        thinking = "".join(ev.text for ev in events if type(ev).__name__ == "ThinkingDelta")
+        text = "".join(ev.text for ev in events if type(ev).__name__ == "TextDelta")
+        assert (thinking, text) == ("Okay, I will check.", "Sunny today."), label
+
+
+def test_the_call_after_a_thought_is_signed_by_the_thought_block():
+    for label, pieces in chunkings(thought_stream(answer_split=False)):
+        events = decode_stream(pieces, gemini_ctx())
+        assert stream_blocks(events) == [("thinking", "Okay, I will check.", {"fc-1": SIG_A}), ("tool", "fc-1")], label
+        assert not any(type(ev).__name__ == "TextDelta" for ev in events)
+
+
+def test_without_the_profile_thought_tags_stay_text():
+    events = decode_stream([thought_stream(answer_split=True)])
+    text = "".join(ev.text for ev in events if type(ev).__name__ == "TextDelta")
+    assert text.startswith("<thought>Okay")
+
+
+def test_a_whole_reply_splits_its_thought_from_the_answer():
+    body = whole([], "<thought>Let me see.</thought>Sunny.")
+    body["choices"][0]["message"]["tool_calls"] = None
+    resp = CODEC.decode_response(body, gemini_ctx())
+    assert [(type(p).__name__, getattr(p, "text", None)) for p in resp.content] == [
+        ("ThinkingPart", "Let me see."),
+        ("TextPart", "Sunny."),
+    ]
+    plain = CODEC.decode_response(body, Context())
+    assert [p.text for p in plain.content] == ["<thought>Let me see.</thought>Sunny."]
