@@ -289,3 +289,19 @@ def test_run_with_a_broken_or_missing_routes_file(tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         cli_mod.main(["run", "--config", str(bad), "--target", "anthropic"])
     assert "--config names every upstream" in str(e.value)
+
+
+def test_run_profile_flag_sets_the_option(monkeypatch, capsys):
+    import pytest
+
+    from dragoman import cli as cli_mod
+
+    seen: list[list[str]] = []
+    monkeypatch.setattr(cli_mod.os, "execv", lambda path, argv: seen.append(argv))
+    cli_mod.main(["run", "--target", "openai-chat", "--upstream", "http://127.0.0.1:8000/v1", "--profile", "deepseek"])
+    [argv] = seen
+    i = argv.index("dragoman_profile=deepseek")
+    assert argv[i - 1] == "--set"
+    with pytest.raises(SystemExit):
+        cli_mod.main(["run", "--profile", "deepsek"])
+    assert "invalid choice" in capsys.readouterr().err

@@ -22,6 +22,8 @@ import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from dragoman.protocols.profiles import CHOICES as PROFILE_CHOICES
+
 logger = logging.getLogger(__name__)
 
 PROTOCOLS = ("anthropic", "openai-chat", "openai-responses")
@@ -105,6 +107,10 @@ def _first_upstream(config: str) -> str:
 def _cmd_run(args: argparse.Namespace, extra: list[str]) -> int:
     if args.config and (args.target or args.upstream or args.api_key or args.model_map):
         raise SystemExit("dragoman run: --config names every upstream; drop --target/--upstream/--api-key/--model-map")
+    if args.config and args.profile:
+        raise SystemExit("dragoman run: with --config, set each upstream's profile: in the routes file")
+    if args.profile:
+        extra = ["--set", f"dragoman_profile={args.profile}", *extra]
     argv = build_mitmdump_argv(
         extra, args.target, args.upstream, args.api_key, args.model_map, args.port, config=args.config
     )
@@ -130,6 +136,9 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--upstream", help="sets dragoman_upstream (and reverse mode to it unless --mode is given)")
     p.add_argument("--api-key", help="sets dragoman_api_key (a key or env:NAME)")
     p.add_argument("--model-map", action="append", help="PATTERN=MODEL; repeatable")
+    p.add_argument(
+        "--profile", choices=PROFILE_CHOICES, help="sets dragoman_profile (default auto: from the upstream's host)"
+    )
     p.add_argument("--port", type=int, help="listen on 127.0.0.1:PORT")
     p.add_argument("--config", help="a routes file (sets dragoman_config; reverse mode to its first upstream)")
 
