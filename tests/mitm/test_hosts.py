@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from mitmproxy import http
 from mitmproxy.proxy.mode_specs import ProxyMode
+from mitmproxy.test import taddons
 from mitmproxy.test import tflow
 
 from dragoman.mitm import hosts
@@ -60,11 +61,79 @@ def test_other_intercepting_modes_use_the_official_hosts(mode):
     assert not default_match(flow("POST", "https://api.deepseek.com/v1/chat/completions", mode))
 
 
-def test_transparent_mode_uses_the_host_header_over_the_ip():
-    f = flow("POST", "https://162.159.140.245/v1/messages", "transparent")
+def tls_flow(url: str, mode: str, sni: str | None) -> http.HTTPFlow:
+    f = flow("POST", url, mode)
+    f.client_conn.tls = True
+    f.client_conn.sni = sni
+    return f
+
+
+def test_transparent_mode_never_trusts_the_host_header_over_the_ip():
+    """Plain HTTP to an IP: nothing but the Host header names the API host, and that is not enough."""
+    f = flow("POST", "http://162.159.140.245/v1/messages", "transparent")
     f.request.headers["host"] = "api.anthropic.com"
-    assert hosts.request_host(f) == "api.anthropic.com"
+    assert hosts.destination_host(f) == "162.159.140.245"
+    assert not default_match(f)
+
+
+def test_transparent_tls_to_an_ip_is_named_by_the_sni():
+    f = tls_flow("https://162.159.140.245/v1/messages", "transparent", "api.anthropic.com")
+    f.request.headers["host"] = "api.anthropic.com"
+    assert hosts.destination_host(f) == "api.anthropic.com"
     assert default_match(f)
+
+
+def test_sni_is_not_trusted_when_upstream_certificates_are_not_checked():
+    f = tls_flow("https://162.159.140.245/v1/messages", "transparent", "api.anthropic.com")
+    with taddons.context() as tctx:
+        tctx.options.ssl_insecure = True
+        try:
+            assert hosts.destination_host(f) == "162.159.140.245"
+            assert not default_match(f)
+        finally:
+            tctx.options.ssl_insecure = False  # ctx.options outlives the context
+
+
+@pytest.mark.parametrize("mode", ["regular", "upstream:http://proxy.example:8080", "transparent", "wireguard"])
+@pytest.mark.parametrize(
+    "url, path",
+    [
+        ("http://attacker.example/v1/messages", "/v1/messages"),
+        ("https://attacker.example/v1/chat/completions", "/v1/chat/completions"),
+        ("http://127.0.0.1:8081/v1/messages/count_tokens", "/v1/messages/count_tokens"),
+        ("https://10.0.0.9/v1/models", "/v1/models"),
+    ],
+)
+def test_host_header_naming_an_api_host_does_not_make_another_destination_ours(mode, url, path):
+    f = flow("POST", url, mode)
+    f.request.headers["host"] = "api.anthropic.com"
+    assert hosts.destination_host(f) == f.request.host.lower()
+    assert not hosts.host_header_agrees(f)
+    assert not default_match(f)
+    assert not hosts.in_scope(f)
+    assert hosts.official_endpoint(f) is None
+
+
+def test_tls_sni_naming_another_host_than_an_ip_destination():
+    f = tls_flow("https://127.0.0.1:8443/v1/messages", "regular", "attacker.example")
+    f.request.headers["host"] = "api.anthropic.com"
+    assert hosts.destination_host(f) == "attacker.example"
+    assert not default_match(f)
+
+
+def test_reverse_mode_ignores_the_sni_the_client_sent_to_the_proxy():
+    f = tls_flow("http://127.0.0.1:8080/v1/messages", "reverse:http://127.0.0.1:9000", "api.anthropic.com")
+    assert hosts.destination_host(f) == "127.0.0.1"
+    assert default_match(f)  # every endpoint path is ours in reverse mode
+
+
+def test_api_host_destination_with_a_different_host_header_is_still_ours():
+    """mitmproxy sends the request where the connection goes (the official host): the key stays there."""
+    f = flow("POST", "https://api.anthropic.com/v1/messages")
+    f.request.headers["host"] = "attacker.example"
+    assert hosts.destination_host(f) == "api.anthropic.com"
+    assert default_match(f)
+    assert not hosts.host_header_agrees(f)
 
 
 @pytest.mark.parametrize(
@@ -107,10 +176,10 @@ def test_client_shape(url, headers, shape):
 
 
 def test_transparent_mode_without_host_header_uses_sni():
-    f = flow("POST", "https://162.159.140.245/v1/messages", "transparent")
+    f = tls_flow("https://162.159.140.245/v1/messages", "transparent", "api.anthropic.com")
     f.request.headers.pop("host", None)
-    f.client_conn.sni = "api.anthropic.com"
     assert default_match(f)
+    assert hosts.host_header_agrees(f)
 
 
 def test_bare_path():

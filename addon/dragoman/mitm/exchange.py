@@ -12,12 +12,14 @@ from mitmproxy import http
 
 from dragoman.ir.common import ErrorInfo
 from dragoman.ir.common import ErrorKind
+from dragoman.mitm import hosts
 from dragoman.mitm import outbound
 from dragoman.mitm import profile_log
 from dragoman.mitm.flowstate import FlowState
 from dragoman.mitm.relay import Failure
 from dragoman.mitm.relay import Prepared
 from dragoman.mitm.relay import RelayJob
+from dragoman.mitm.upstream_http import Trust
 from dragoman.protocols import Protocol
 from dragoman.protocols import get_codec
 from dragoman.protocols.base import Context
@@ -53,15 +55,17 @@ class RoutedExchange:
         self.named = named
         self.own_key = outbound.client_key(req.headers)
         self.client_headers = list(req.headers.items(multi=True))
-        #: where the client was going (for an upstream without a base URL)
-        self.origin = UpstreamURL(req.scheme, req.host, req.port, "")
+        #: where the client was going (for an upstream without a base URL): the destination by name, so the
+        #: relay checks the certificate against the name the flow was intercepted for (the SNI of a TLS flow
+        #: to an IP), as mitmproxy's own connection would
+        self.origin = UpstreamURL(req.scheme, hosts.destination_host(flow), req.port, "")
         #: the client's query string, kept for a same-protocol upstream (as mitmproxy's own forwarding does)
         self.query = req.path.partition("?")[2]
         self.prepared: dict[int, tuple[Plan, Context, Prepared]] = {}
         self.attempts: Attempts | None = None
         self.job: RelayJob | None = None
 
-    def make_job(self, attempts: Attempts, limits: Limits, idle_timeout: float, insecure: bool) -> RelayJob:
+    def make_job(self, attempts: Attempts, limits: Limits, idle_timeout: float, trust: Trust) -> RelayJob:
         self.attempts = attempts
         self.job = RelayJob(
             self.flow_id,
@@ -73,7 +77,7 @@ class RoutedExchange:
             connect_timeout=limits.connect_timeout,
             first_byte_timeout=limits.first_byte_timeout,
             idle_timeout=idle_timeout,
-            insecure=insecure,
+            trust=trust,
             clock=time.monotonic,
         )
         return self.job

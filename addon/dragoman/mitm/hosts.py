@@ -4,6 +4,10 @@ reverse mode (the client was pointed at the proxy with a base URL). Everything e
 Explicit-proxy (regular), upstream, transparent, WireGuard and local modes carry traffic for every host the
 client talks to: only the official LLM hosts below are touched there, so an app that talks to another
 provider directly through the same proxy is not hijacked.
+
+Which host a flow belongs to is decided by where its connection really goes (``destination_host``), never
+by its Host header: a client that connects to another host while writing ``Host: api.anthropic.com`` is
+passed on untouched, so no configured key is ever attached to a request bound for a host the client picked.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import ipaddress
 import logging
 from typing import NamedTuple
 
+from mitmproxy import ctx
 from mitmproxy import http
 from mitmproxy.proxy import mode_specs
 
@@ -55,18 +60,34 @@ def bare_path(path: str) -> str:
     return p.rstrip("/") or "/"
 
 
-def request_host(flow: http.HTTPFlow) -> str:
-    """The host the client asked for: Host/:authority, else the TLS SNI, else the request's host (lower case,
-    no trailing dot)."""
-    req = flow.request
-    if req.host_header:
-        host = req.pretty_host
-    else:
-        host = req.host
-        # transparent/WireGuard/local modes: req.host is the original destination IP; the TLS SNI names it
-        if flow.client_conn.sni and _is_ip(host):
-            host = flow.client_conn.sni
-    return (host or "").lower().rstrip(".")
+def destination_host(flow: http.HTTPFlow) -> str:
+    """The host the flow's connection really goes to (lower case, no trailing dot), never the Host header:
+    the absolute-form URL or CONNECT authority of the explicit proxy, the reverse target, the original
+    destination of transparent/WireGuard/local modes — as mitmproxy resolved it into ``request.host``. An IP
+    destination reached over TLS is named by the client's SNI, which mitmproxy checks the upstream's
+    certificate against (unless ``ssl_insecure``: then the IP stands, as nothing vouches for the name); in
+    reverse mode the SNI names the proxy itself and is not read."""
+    host = (flow.request.host or "").lower().rstrip(".")
+    sni = flow.client_conn.sni
+    if sni and flow.client_conn.tls and _is_ip(host) and not is_reverse(flow) and not _insecure():
+        return sni.lower().rstrip(".")
+    return host
+
+
+def host_header_agrees(flow: http.HTTPFlow) -> bool:
+    """The Host header (or ``:authority``), if any, names the host the connection goes to."""
+    header = flow.request.host_header
+    if not header:
+        return True
+    name = flow.request.pretty_host.lower().rstrip(".")
+    return name == destination_host(flow) or name == (flow.request.host or "").lower().rstrip(".")
+
+
+def _insecure() -> bool:
+    try:
+        return bool(ctx.options.ssl_insecure)
+    except (AttributeError, KeyError):
+        return False
 
 
 def _is_ip(host: str) -> bool:
@@ -83,7 +104,7 @@ def is_reverse(flow: http.HTTPFlow) -> bool:
 
 
 def official_endpoint(flow: http.HTTPFlow) -> OfficialEndpoint | None:
-    host = request_host(flow)
+    host = destination_host(flow)
     if host not in OFFICIAL_HOSTS:
         return None
     path = bare_path(flow.request.path)
@@ -95,7 +116,7 @@ def official_endpoint(flow: http.HTTPFlow) -> OfficialEndpoint | None:
 
 def on_official_host(flow: http.HTTPFlow) -> bool:
     """The flow goes to an official host, inside the part of it Dragoman answers for."""
-    host = request_host(flow)
+    host = destination_host(flow)
     scope = HOST_SCOPES.get(host)
     if scope is None:
         return False
@@ -119,7 +140,7 @@ def default_match(flow: http.HTTPFlow) -> bool:
 def client_shape(flow: http.HTTPFlow) -> Protocol:
     """Which family the client belongs to, for calls whose path does not tell (``GET /v1/models``):
     the official host, else Anthropic's headers, else OpenAI."""
-    host = request_host(flow)
+    host = destination_host(flow)
     if host in ANTHROPIC_HOSTS:
         return Protocol.ANTHROPIC_MESSAGES
     if host in OPENAI_HOSTS:

@@ -28,6 +28,7 @@ from http import HTTPStatus
 
 from dragoman.mitm import http1
 from dragoman.mitm.upstream_http import ERROR_BODY_LIMIT
+from dragoman.mitm.upstream_http import Trust
 from dragoman.mitm.upstream_http import UpstreamConnectError
 from dragoman.mitm.upstream_http import UpstreamResponse
 from dragoman.mitm.upstream_http import open_request
@@ -81,7 +82,7 @@ class RelayJob:
     connect_timeout: float
     first_byte_timeout: float
     idle_timeout: float  # 0: none
-    insecure: bool = False
+    trust: Trust = Trust()
     #: end a failed stream with a clean end of body (False for byte pass-through: cut it, as the upstream did)
     clean_end: bool = True
     clock: Callable[[], float] = time.monotonic
@@ -172,7 +173,7 @@ class Relay:
                     prep.body,
                     connect_timeout=job.connect_timeout,
                     first_byte_timeout=job.first_byte_timeout,
-                    insecure=job.insecure,
+                    trust=job.trust,
                 )
             except UpstreamConnectError as e:
                 attempts.failed(att, ErrorClass.UPSTREAM, job.clock(), None, None, str(e))

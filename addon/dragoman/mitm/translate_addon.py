@@ -35,6 +35,7 @@ from dragoman.mitm.flowstate import TARGET_OVERRIDE_KEY
 from dragoman.mitm.flowstate import FlowState
 from dragoman.mitm.outbound import client_key
 from dragoman.mitm.translate_config import TranslateConfig
+from dragoman.mitm.upstream_http import Trust
 from dragoman.mitm.usage import whole_usage
 from dragoman.protocols import Protocol
 from dragoman.protocols import detect
@@ -185,7 +186,7 @@ class Translate(TranslateConfig):
             Attempts(candidates, self.routing.pools, config.limits),
             config.limits,
             float(self.idle_timeout),
-            bool(getattr(ctx.options, "ssl_insecure", False)),
+            _trust(),
         )
         state.relay_token = self.relay.register(job)
         self.flows.put(flow.id, state)
@@ -297,6 +298,10 @@ class Translate(TranslateConfig):
     def _matches(self, flow: http.HTTPFlow) -> bool:
         if self.match is None:
             return default_match(flow)
+        # a user filter may name hosts (``~d`` also reads the Host header): a flow whose Host header names
+        # another host than its connection goes to is never taken for one the filter names
+        if not hosts.is_reverse(flow) and not hosts.host_header_agrees(flow):
+            return False
         return bool(self.match(flow))
 
     def _no_route(self, model: str) -> ErrorInfo:
@@ -317,6 +322,16 @@ class Translate(TranslateConfig):
 def _plain_http1(flow: http.HTTPFlow) -> bool:
     """The client talks HTTP/1.x without TLS: the connection the addon can write a last frame to."""
     return not flow.client_conn.tls and flow.request.http_version.startswith("HTTP/1")
+
+
+def _trust() -> Trust:
+    """The relay checks upstream certificates as mitmproxy does (its ``ssl_*`` options)."""
+    opts = ctx.options
+    return Trust(
+        bool(getattr(opts, "ssl_insecure", False)),
+        getattr(opts, "ssl_verify_upstream_trusted_ca", None),
+        getattr(opts, "ssl_verify_upstream_trusted_confdir", None),
+    )
 
 
 def _internal(message: str) -> ErrorInfo:

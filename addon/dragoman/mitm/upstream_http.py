@@ -1,6 +1,7 @@
 """A minimal asyncio HTTP/1.1 client for the relay's upstream attempts (framing in ``http1``).
 
-One connection per attempt; TLS verified against certifi's roots unless ``insecure``. ``open`` returns once
+One connection per attempt; TLS verified as mitmproxy verifies its own upstream connections: against
+``ssl_verify_upstream_trusted_ca``/``_confdir`` when set, else certifi's roots; not at all with ``insecure``. ``open`` returns once
 the response headers are in (bounded by the connect and first-byte timeouts), so the caller can classify a
 failure before any byte reaches the client; the body is then read chunk by chunk as it arrives.
 """
@@ -25,18 +26,30 @@ class UpstreamConnectError(Exception):
     """No usable response headers: refused, reset, TLS failure, timeout, broken HTTP."""
 
 
-_contexts: dict[bool, ssl.SSLContext] = {}
+@dataclass(frozen=True, slots=True)
+class Trust:
+    """How upstream certificates are checked (mitmproxy's ``ssl_insecure`` and ``ssl_verify_upstream_trusted_*``)."""
+
+    insecure: bool = False
+    cafile: str | None = None
+    capath: str | None = None
 
 
-def tls_context(insecure: bool) -> ssl.SSLContext:
-    ctx = _contexts.get(insecure)
+_contexts: dict[Trust, ssl.SSLContext] = {}
+
+
+def tls_context(trust: Trust) -> ssl.SSLContext:
+    ctx = _contexts.get(trust)
     if ctx is None:
-        ctx = ssl.create_default_context(cafile=certifi.where())
-        if insecure:
+        if trust.cafile or trust.capath:
+            ctx = ssl.create_default_context(cafile=trust.cafile or None, capath=trust.capath or None)
+        else:
+            ctx = ssl.create_default_context(cafile=certifi.where())
+        if trust.insecure:
             ctx.check_hostname = False
             ctx.verify_mode = ssl.CERT_NONE
         ctx.set_alpn_protocols(["http/1.1"])
-        _contexts[insecure] = ctx
+        _contexts[trust] = ctx
     return ctx
 
 
@@ -80,11 +93,11 @@ async def open_request(
     *,
     connect_timeout: float,
     first_byte_timeout: float,
-    insecure: bool = False,
+    trust: Trust = Trust(),
 ) -> UpstreamResponse:
     """POST-like request; returns at the response headers. Raises ``UpstreamConnectError``."""
-    tls = tls_context(insecure) if url.scheme == "https" else None
     try:
+        tls = tls_context(trust) if url.scheme == "https" else None
         reader, writer = await asyncio.wait_for(
             asyncio.open_connection(url.host, url.port, ssl=tls, server_hostname=url.host if tls else None),
             connect_timeout,
