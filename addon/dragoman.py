@@ -8,6 +8,7 @@ from dragoman.mitm.cors import Cors
 from dragoman.mitm.endpoints import Endpoints
 from dragoman.mitm.recorder import Recorder
 from dragoman.mitm.replayer import Replayer
+from dragoman.mitm.scrub import MetadataMask
 from dragoman.mitm.translate_addon import Translate
 
 # Cors first: a browser's preflight carries no key and is answered before ClientAuth (with
@@ -29,4 +30,5 @@ addons = [
     cors.after,
     replayer,
     recorder,
+    MetadataMask(),
 ]

@@ -109,7 +109,9 @@ def world(tmp_path_factory):
 
 def check_untouched(world, attacker: Attacker, mark: int, proxy: Mitmdump, path: str) -> None:
     got = attacker.since(mark)
-    assert CANARY.encode() not in got, f"the attacker received the configured key:\n{got[:2000]!r}\n{proxy.log()[-1500:]}"
+    assert CANARY.encode() not in got, (
+        f"the attacker received the configured key:\n{got[:2000]!r}\n{proxy.log()[-1500:]}"
+    )
     # the request went where its connection goes, as the client sent it: not translated, not re-keyed
     assert f" {path} HTTP/1.1".encode() in got, f"{got[:2000]!r}\n{proxy.log()[-1500:]}"
     assert CLIENT_KEY.encode() in got
@@ -149,7 +151,11 @@ def test_tls_tunnel_naming_the_api_host_in_sni_never_reaches_the_attacker(world)
     attacker, proxy = world["tls"], world["regular"]
     mark = attacker.mark()
     send_tunnel(
-        proxy.port, attacker.authority, raw("POST", "/v1/messages", "api.anthropic.com", MESSAGES), True, "api.anthropic.com"
+        proxy.port,
+        attacker.authority,
+        raw("POST", "/v1/messages", "api.anthropic.com", MESSAGES),
+        True,
+        "api.anthropic.com",
     )
     assert CANARY.encode() not in attacker.since(mark)
 
@@ -212,10 +218,12 @@ def test_reverse_mode_odd_paths_never_send_the_key_to_the_reverse_target(world, 
 @pytest.mark.parametrize("path", ["/v1/messages", "/v1/messages/count_tokens", "/v1/models"])
 def test_reverse_mode_absolute_form_to_another_host(world, path):
     """No dragoman_upstream: the key is for the reverse target only, whatever URL the request line names."""
-    attacker, proxy, legit = world["plain"], world["reverse"], world["legit"]
+    attacker, proxy = world["plain"], world["reverse"]
     mark = attacker.mark()
     method = "GET" if path == "/v1/models" else "POST"
-    send_direct(proxy.port, raw(method, f"{attacker.url}{path}", attacker.authority, None if method == "GET" else MESSAGES))
+    send_direct(
+        proxy.port, raw(method, f"{attacker.url}{path}", attacker.authority, None if method == "GET" else MESSAGES)
+    )
     assert CANARY.encode() not in attacker.since(mark), proxy.log()[-1500:]
 
 

@@ -31,8 +31,11 @@ from mitmproxy import optmanager
 from dragoman.ir.common import ErrorInfo
 from dragoman.ir.common import ErrorKind
 from dragoman.mitm import hosts
+from dragoman.mitm.inbound import mask_whole
+from dragoman.mitm.keymask import KeyMask
 from dragoman.mitm.outbound import rewrite_auth
 from dragoman.mitm.routing import Routing
+from dragoman.mitm.scrub import Scrubber
 from dragoman.protocols import Protocol
 from dragoman.protocols import detect
 from dragoman.routing.keyspec import resolve_key as resolve_api_key
@@ -86,6 +89,8 @@ class Endpoints:
         self.model_map: list = []
         #: flow id -> the client's model-list shape, for forwarded GET /v1/models
         self.pending: dict[str, Protocol] = {}
+        #: forwarded flows carrying credentials until their request is sent
+        self.scrubber = Scrubber()
 
     # -- options (declared and validated by Translate; read here, errors left to it)
 
@@ -161,7 +166,13 @@ class Endpoints:
         if req.method == "POST" and (path.endswith("/v1" + COUNT_TOKENS_SUFFIX) or path == COUNT_TOKENS_SUFFIX):
             self._count_tokens(flow)
 
+    def responseheaders(self, flow: http.HTTPFlow) -> None:
+        self.scrubber.sent(flow)
+
     def response(self, flow: http.HTTPFlow) -> None:
+        self.scrubber.sent(flow)
+        if flow.metadata.get(METADATA_KEY) == "count_tokens-forwarded" and not flow.is_replay:
+            mask_whole(flow, self._keys())
         shape = self.pending.pop(flow.id, None)
         if shape is None or flow.response is None or flow.is_replay:
             return
@@ -191,7 +202,11 @@ class Endpoints:
         flow.metadata[METADATA_KEY] = "models"
 
     def error(self, flow: http.HTTPFlow) -> None:
+        self.scrubber.sent(flow)
         self.pending.pop(flow.id, None)
+
+    def done(self) -> None:
+        self.scrubber.done()
 
     # -- the calls
 
@@ -239,7 +254,8 @@ class Endpoints:
         target = self.target
         assert target is not None
         self._route(flow, join_endpoint(self.upstream.path if self.upstream else "", "/v1/models"))
-        self._rewrite_auth(flow.request.headers, target)
+        self._rewrite_auth(flow.request, target)
+        self.scrubber.hold(flow)
         flow.request.headers["accept-encoding"] = "identity"
         self.pending[flow.id] = shape
 
@@ -266,7 +282,8 @@ class Endpoints:
                     flow.request.content = orjson.dumps(body)
             if self.upstream is not None:
                 self._route(flow, join_endpoint(self.upstream.path, "/v1" + COUNT_TOKENS_SUFFIX))
-            self._rewrite_auth(flow.request.headers, Protocol.ANTHROPIC_MESSAGES)
+            self._rewrite_auth(flow.request, Protocol.ANTHROPIC_MESSAGES)
+            self.scrubber.hold(flow)
             flow.metadata[METADATA_KEY] = "count_tokens-forwarded"
             return
         tokens = estimate_input_tokens(body)
@@ -298,7 +315,8 @@ class Endpoints:
         req = flow.request
         req.scheme, req.host, req.port = up.url.scheme, up.url.host, up.url.port
         req.path = join_endpoint(up.url.path, "/v1" + COUNT_TOKENS_SUFFIX)
-        rewrite_auth(req.headers, Protocol.ANTHROPIC_MESSAGES, up.keys[0].value if up.keys else None)
+        rewrite_auth(req, Protocol.ANTHROPIC_MESSAGES, up.keys[0].value if up.keys else None)
+        self.scrubber.hold(flow)
         flow.metadata[METADATA_KEY] = "count_tokens-forwarded"
         return True
 
@@ -314,6 +332,12 @@ class Endpoints:
             req.port = up.port
         req.path = path + (sep + query if sep else "")
 
-    def _rewrite_auth(self, headers: http.Headers, target: Protocol) -> None:
+    def _keys(self) -> KeyMask:
+        """The configured keys, from the Translate addon (which follows the routes file's reloads)."""
+        translate = ctx.master.addons.get("translate") if hasattr(ctx, "master") else None
+        keys = getattr(translate, "keys", None)
+        return keys if isinstance(keys, KeyMask) else KeyMask([self.api_key] if self.api_key else [])
+
+    def _rewrite_auth(self, req: http.Request, target: Protocol) -> None:
         """Like Translate: the configured key (client credentials removed) or the client's key moved."""
-        rewrite_auth(headers, target, self.api_key)
+        rewrite_auth(req, target, self.api_key)

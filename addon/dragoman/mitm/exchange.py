@@ -88,12 +88,14 @@ class RoutedExchange:
         actx = self.new_context(up)
         body = encode_upstream_request(self.cr, plan, actx, att.candidate.model)
         profile_log.log_placeholders(self.flow_id, actx)
+        configured = att.key is not None
         key = att.key.value if att.key is not None else self.own_key
         url = up.url if up.url is not None else self.origin
-        headers = outbound.relayed_headers(self.client_headers, up.protocol, key)
+        headers = outbound.relayed_headers(self.client_headers, up.protocol, key, configured)
         path = outbound.endpoint_path(up.url, up.protocol)
-        if plan.identity and self.query:
-            path += "?" + self.query
+        query = outbound.clean_query(self.query)[0] if configured else self.query
+        if plan.identity and query:
+            path += "?" + query
         p = Prepared(url, path, headers, body)
         self.prepared[att.number] = (plan, actx, p)
         return p

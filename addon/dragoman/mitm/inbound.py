@@ -16,6 +16,7 @@ from dragoman.ir.common import ErrorKind
 from dragoman.mitm.faults import deliver_error_answer
 from dragoman.mitm.faults import deliver_final_frame
 from dragoman.mitm.flowstate import FlowState
+from dragoman.mitm.keymask import KeyMask
 from dragoman.protocols import get_codec
 from dragoman.translate.response import UpstreamErrorInBody
 from dragoman.translate.response import error_body
@@ -61,9 +62,12 @@ def install_stream(flow: http.HTTPFlow, state: FlowState, track_usage: bool = Fa
     return True
 
 
-def stream_callable(flow_id: str, state: FlowState) -> Callable[[bytes], bytes | list[bytes]]:
+def stream_callable(
+    flow_id: str, state: FlowState, keys: KeyMask | None = None
+) -> Callable[[bytes], bytes | list[bytes]]:
     translator = state.translator
     beside = state.usage_tap if isinstance(state.usage_tap, PassThroughUsage) else None
+    masker = keys.stream() if keys else None
 
     def on_chunk(data: bytes) -> bytes | list[bytes]:
         # Never raises, never returns b"" for a data chunk (that would end the client's body).
@@ -84,6 +88,8 @@ def stream_callable(flow_id: str, state: FlowState) -> Callable[[bytes], bytes |
         except Exception as e:  # noqa: BLE001 - an exception here kills the client connection
             logger.exception("flow %s: stream callable failed", flow_id)
             out = _fail(translator, f"Dragoman stream failure: {type(e).__name__}", ErrorKind.API_ERROR, 500)
+        if masker is not None:
+            out = masker.feed(out) if data else masker.feed(out) + masker.flush()
         if not out:
             return []
         state.sent += len(out)
@@ -206,6 +212,18 @@ def translate_whole(flow: http.HTTPFlow, state: FlowState) -> None:
     resp.headers.pop("transfer-encoding", None)
     resp.headers["content-type"] = content_type if content_type == JSON_CT else SSE_CT
     resp.content = out
+
+
+def mask_whole(flow: http.HTTPFlow, keys: KeyMask) -> None:
+    """A whole answer quoting a configured key reaches the client with the key masked."""
+    resp = flow.response
+    if not keys or resp is None or resp.stream:
+        return
+    body = resp.get_content(strict=False)
+    if body:
+        masked = keys.mask(body)
+        if masked is not body and masked != body:
+            resp.content = masked
 
 
 def log_done(flow: http.HTTPFlow, state: FlowState, status: int) -> None:

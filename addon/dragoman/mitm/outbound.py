@@ -1,13 +1,16 @@
 """Where a translated request goes and which credentials it carries: the flow's URL, auth and headers.
 
-The rule for keys: when the upstream has keys of its own, the client's credentials (``x-api-key``,
-``authorization``, cookies) never leave; otherwise the client's own key moves to the upstream protocol's
-header (``x-api-key`` + ``anthropic-version`` for Anthropic, ``Authorization: Bearer`` for OpenAI).
+The rule for keys: when the upstream has keys of its own, none of the client's credentials for any provider
+leave (the headers in ``CREDENTIAL_HEADERS``, the query parameters in ``CREDENTIAL_PARAMS``, cookies);
+otherwise the client's own key moves to the upstream protocol's header (``x-api-key`` +
+``anthropic-version`` for Anthropic, ``Authorization: Bearer`` for OpenAI).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from urllib.parse import parse_qsl
+from urllib.parse import urlencode
 
 from mitmproxy import http
 
@@ -19,6 +22,10 @@ from dragoman.routing.url import join_endpoint
 ANTHROPIC_VERSION = "2023-06-01"
 #: client headers that carry credentials
 AUTH_HEADERS = ("x-api-key", "authorization")
+#: headers that carry a credential for some provider (Anthropic, OpenAI, Azure OpenAI, Google) or a proxy
+CREDENTIAL_HEADERS = (*AUTH_HEADERS, "api-key", "x-goog-api-key", "proxy-authorization", "cookie")
+#: query parameters that carry a credential (matched case-insensitively)
+CREDENTIAL_PARAMS = frozenset({"key", "api_key", "api-key", "apikey", "access_token", "token", "auth_token"})
 #: headers never copied from the client's request to a relayed attempt
 NOT_RELAYED = frozenset(
     {
@@ -37,6 +44,8 @@ NOT_RELAYED = frozenset(
         *AUTH_HEADERS,
     }
 )
+#: not relayed either when the attempt carries a configured key
+NOT_RELAYED_KEYED = NOT_RELAYED | frozenset(CREDENTIAL_HEADERS)
 
 
 def client_key(headers: http.Headers) -> str | None:
@@ -72,15 +81,39 @@ def rewrite_url(req: http.Request, url: UpstreamURL | None, target: Protocol, id
     req.path = path
 
 
-def rewrite_auth(headers: http.Headers, target: Protocol, key: str | None) -> None:
-    """``key``: the upstream's own key (client credentials removed), or None to move the client's key."""
+def rewrite_auth(req: http.Request, target: Protocol, key: str | None) -> None:
+    """``key``: the upstream's own key (every client credential removed), or None to move the client's key."""
+    headers = req.headers
     if key is not None:
-        headers.pop("cookie", None)
+        strip_credentials(req)
     else:
         key = client_key(headers)
-    for name in AUTH_HEADERS:
-        headers.pop(name, None)
+        for name in AUTH_HEADERS:
+            headers.pop(name, None)
     set_auth(headers, target, key)
+
+
+def strip_credentials(req: http.Request) -> list[str]:
+    """Remove every credential header and query parameter from ``req``; returns the names removed."""
+    removed = [name for name in CREDENTIAL_HEADERS if name in req.headers]
+    for name in removed:
+        req.headers.pop(name, None)
+    path, sep, query = req.path.partition("?")
+    if sep:
+        kept, dropped = clean_query(query)
+        if dropped:
+            req.path = path + ("?" + kept if kept else "")
+            removed += dropped
+    return removed
+
+
+def clean_query(query: str) -> tuple[str, list[str]]:
+    """``query`` without credential parameters (untouched when it has none), and the names dropped."""
+    pairs = parse_qsl(query, keep_blank_values=True)
+    dropped = [k for k, _ in pairs if k.lower() in CREDENTIAL_PARAMS]
+    if not dropped:
+        return query, []
+    return urlencode([(k, v) for k, v in pairs if k.lower() not in CREDENTIAL_PARAMS]), dropped
 
 
 def set_auth(headers: http.Headers, target: Protocol, key: str | None) -> None:
@@ -97,15 +130,17 @@ def set_auth(headers: http.Headers, target: Protocol, key: str | None) -> None:
 
 
 def relayed_headers(
-    client_headers: Iterable[tuple[str, str]], target: Protocol, key: str | None
+    client_headers: Iterable[tuple[str, str]], target: Protocol, key: str | None, configured: bool = False
 ) -> list[tuple[str, str]]:
-    """Headers for one relayed attempt: the client's (minus credentials and framing) plus the attempt's auth."""
+    """Headers for one relayed attempt: the client's (minus credentials and framing; minus every provider's
+    credentials when ``key`` is a ``configured`` one) plus the attempt's auth."""
     out: list[tuple[str, str]] = []
     anthropic = target is Protocol.ANTHROPIC_MESSAGES
     has_version = False
+    dropped = NOT_RELAYED_KEYED if configured else NOT_RELAYED
     for name, value in client_headers:
         low = name.lower()
-        if low in NOT_RELAYED:
+        if low in dropped:
             continue
         if low.startswith("anthropic-"):
             if not anthropic:

@@ -27,6 +27,7 @@ from dataclasses import field
 from http import HTTPStatus
 
 from dragoman.mitm import http1
+from dragoman.mitm.keymask import KeyMask
 from dragoman.mitm.upstream_http import ERROR_BODY_LIMIT
 from dragoman.mitm.upstream_http import Trust
 from dragoman.mitm.upstream_http import UpstreamConnectError
@@ -95,6 +96,8 @@ class Relay:
         self.port = 0
         self.jobs: dict[str, RelayJob] = {}
         self._starting: asyncio.Lock | None = None
+        #: the configured keys, masked in the error excerpts kept in logs and in the flow's attempts
+        self.keys = KeyMask()
 
     async def start(self) -> None:
         if self.server is not None:
@@ -190,8 +193,9 @@ class Relay:
             resp.close()
             cls = classify(resp.status, body)
             headers = dict(resp.headers)
-            attempts.failed(att, cls, job.clock(), resp.status, retry_after(headers, time.time()), _excerpt(body))
-            self._log_attempt(job, att, resp.status, cls, _excerpt(body))
+            excerpt = _excerpt(self.keys.mask(body))
+            attempts.failed(att, cls, job.clock(), resp.status, retry_after(headers, time.time()), excerpt)
+            self._log_attempt(job, att, resp.status, cls, excerpt)
             failure = Failure(resp.status, _pass_headers(resp.headers), body)
             if cls is ErrorClass.REQUEST:
                 break

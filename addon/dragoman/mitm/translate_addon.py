@@ -162,7 +162,8 @@ class Translate(TranslateConfig):
         state = self._state(flow, plan, tctx, cr, route, cand)
         self.flows.put(flow.id, state)
         outbound.rewrite_url(flow.request, up.url, up.protocol, plan.identity)
-        outbound.rewrite_auth(flow.request.headers, up.protocol, up.keys[0].value if up.keys else None)
+        outbound.rewrite_auth(flow.request, up.protocol, up.keys[0].value if up.keys else None)
+        self.scrubber.hold(flow)  # the credentials leave the flow once the request is sent
         headers = flow.request.headers
         headers["accept-encoding"] = "identity"
         if body is not cr.raw:
@@ -188,10 +189,11 @@ class Translate(TranslateConfig):
             float(self.idle_timeout),
             _trust(),
         )
+        self.relay.keys = self.keys
         state.relay_token = self.relay.register(job)
         self.flows.put(flow.id, state)
         req = flow.request
-        for name in (*outbound.AUTH_HEADERS, "cookie"):
+        for name in outbound.CREDENTIAL_HEADERS:  # the relay job holds what each attempt sends
             req.headers.pop(name, None)
         req.scheme, req.host, req.port = "http", "127.0.0.1", self.relay.port
         req.path = "/" + state.relay_token
@@ -201,6 +203,7 @@ class Translate(TranslateConfig):
     # -- response
 
     def responseheaders(self, flow: http.HTTPFlow) -> None:
+        self.scrubber.sent(flow)
         state = self.flows.get(flow.id)
         if state is None or flow.response is None or flow.is_replay:
             return
@@ -215,9 +218,10 @@ class Translate(TranslateConfig):
             return
         if self.idle_timeout > 0 and state.relay_token is None:  # the relay watches relayed flows itself
             state.watchdog = IdleWatchdog(flow, self.idle_timeout).start()
-        resp.stream = inbound.stream_callable(flow.id, state)
+        resp.stream = inbound.stream_callable(flow.id, state, self.keys)
 
     def response(self, flow: http.HTTPFlow) -> None:
+        self.scrubber.sent(flow)
         state = self._release(flow)
         if state is None or flow.response is None:
             return
@@ -227,12 +231,14 @@ class Translate(TranslateConfig):
             whole_usage(state, flow.response.get_content(strict=False) or b"")
         if state.translator is None and not state.plan.identity:
             inbound.translate_whole(flow, state)
+        inbound.mask_whole(flow, self.keys)
         self._show_upstream(flow, state)
         flow.metadata[METADATA_KEY] = state.metadata()
         inbound.log_done(flow, state, flow.response.status_code)
         self.usage.record(flow, state, flow.response.status_code, failed=state.relay_failure is not None)
 
     def error(self, flow: http.HTTPFlow) -> None:
+        self.scrubber.sent(flow)
         state = self._release(flow)
         if state is None:
             return

@@ -18,8 +18,10 @@ from dragoman.ledger import LedgerError
 from dragoman.mitm import inbound
 from dragoman.mitm import options
 from dragoman.mitm.flowstate import FlowStates
+from dragoman.mitm.keymask import KeyMask
 from dragoman.mitm.relay import Relay
 from dragoman.mitm.routing import Routing
+from dragoman.mitm.scrub import Scrubber
 from dragoman.mitm.usage import UsageBook
 from dragoman.protocols import Protocol
 from dragoman.routing.keyspec import resolve_key as resolve_api_key
@@ -57,6 +59,10 @@ class TranslateConfig:
         self._warned_deferred: set[str] = set()
         #: seconds without upstream bytes before a streamed flow is failed (0: never)
         self.idle_timeout = 300
+        #: flows carrying credentials until their request is sent
+        self.scrubber = Scrubber()
+        self._keys = KeyMask()
+        self._keys_for: object = None
 
     # -- options
 
@@ -163,6 +169,7 @@ class TranslateConfig:
         self.routing.start_watching()
 
     def done(self) -> None:
+        self.scrubber.done()
         self.routing.stop_watching()
         self.relay.stop()
         self.usage.close()
@@ -179,6 +186,16 @@ class TranslateConfig:
     @staticmethod
     def _option_names() -> list[str]:
         return sorted(n for n in ctx.options.keys() if n.startswith(options.OPTION_PREFIX))
+
+    @property
+    def keys(self) -> KeyMask:
+        """The configured keys (every upstream's, the routes file's as reloaded), masked in answers to clients."""
+        config = self.routing.config
+        if config is not self._keys_for:
+            values = [k.value for u in config.upstreams.values() for k in u.keys] if config is not None else []
+            self._keys = KeyMask(values)
+            self._keys_for = config
+        return self._keys
 
     @property
     def routed(self) -> bool:

@@ -1,0 +1,78 @@
+"""The configured keys never reach a client: an upstream that quotes the key it received (``invalid x-api-key
+sk-...``) in an error body, a stream event or anything else it answers has that key replaced by ``MASK``
+before the answer leaves, whole bodies and streams alike (a key split across stream chunks included).
+
+Only keys of at least ``MIN_LENGTH`` characters are masked: a shorter "key" would mangle ordinary text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+MASK = b"[key masked by Dragoman]"
+MIN_LENGTH = 8
+
+
+class KeyMask:
+    """The set of secrets to mask; ``mask`` for a whole body, ``stream()`` for a body that arrives in pieces."""
+
+    __slots__ = ("secrets",)
+
+    def __init__(self, keys: Iterable[str] = ()) -> None:
+        found = {k.encode() for k in keys if k and len(k) >= MIN_LENGTH}
+        #: longest first, so a key that contains another is masked whole
+        self.secrets: tuple[bytes, ...] = tuple(sorted(found, key=len, reverse=True))
+
+    def __bool__(self) -> bool:
+        return bool(self.secrets)
+
+    def mask(self, data: bytes) -> bytes:
+        for secret in self.secrets:
+            if secret in data:
+                data = data.replace(secret, MASK)
+        return data
+
+    def mask_text(self, text: str) -> str:
+        if not self.secrets:
+            return text
+        return self.mask(text.encode("utf-8", "surrogateescape")).decode("utf-8", "surrogateescape")
+
+    def stream(self) -> StreamMask:
+        return StreamMask(self)
+
+
+class StreamMask:
+    """Masks a body fed piece by piece: holds back only a tail that could begin a key (an SSE event ends in a
+    blank line, which begins none, so nothing is held back in practice)."""
+
+    __slots__ = ("keys", "held")
+
+    def __init__(self, keys: KeyMask) -> None:
+        self.keys = keys
+        self.held = b""
+
+    def feed(self, data: bytes) -> bytes:
+        if self.held:
+            data = self.held + data
+            self.held = b""
+        data = self.keys.mask(data)
+        hold = max((_partial_tail(data, s) for s in self.keys.secrets), default=0)
+        if hold:
+            self.held = data[-hold:]
+            data = data[:-hold]
+        return data
+
+    def flush(self) -> bytes:
+        out, self.held = self.held, b""
+        return out
+
+
+def _partial_tail(data: bytes, secret: bytes) -> int:
+    """The length of the longest tail of ``data`` that is a proper prefix of ``secret`` (0: none)."""
+    first = secret[:1]
+    i = data.find(first, max(0, len(data) - len(secret) + 1))
+    while i != -1:
+        if secret.startswith(data[i:]):
+            return len(data) - i
+        i = data.find(first, i + 1)
+    return 0

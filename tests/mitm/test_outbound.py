@@ -1,0 +1,68 @@
+"""``outbound``: where a translated request goes and which credentials it carries."""
+
+from __future__ import annotations
+
+import pytest
+from mitmproxy import http
+
+from dragoman.mitm import outbound
+from dragoman.protocols import Protocol
+
+KEY = "sk-configured-SECRET"
+CLIENT = {
+    "x-api-key": "client-anthropic",
+    "authorization": "Bearer client-openai",
+    "api-key": "client-azure",
+    "x-goog-api-key": "client-google",
+    "proxy-authorization": "Basic client-proxy",
+    "cookie": "session=client-cookie",
+}
+QUERY = "key=q1&API_KEY=q2&access_token=q3&token=q4&apikey=q5&beta=true&x=1"
+
+
+def request(query: str = QUERY) -> http.Request:
+    return http.Request.make("POST", f"https://api.example.com/v1/messages?{query}", b"{}", CLIENT)
+
+
+@pytest.mark.parametrize("target", list(Protocol))
+def test_configured_key_strips_every_client_credential(target):
+    req = request()
+    outbound.rewrite_auth(req, target, KEY)
+    text = str(list(req.headers.items(multi=True))) + req.path
+    for value in [*CLIENT.values(), "q1", "q2", "q3", "q4", "q5"]:
+        assert value.removeprefix("Bearer ").removeprefix("Basic ") not in text, value
+    assert req.query.get("beta") == "true" and req.query.get("x") == "1"
+    if target is Protocol.ANTHROPIC_MESSAGES:
+        assert req.headers["x-api-key"] == KEY
+    else:
+        assert req.headers["authorization"] == f"Bearer {KEY}"
+
+
+def test_client_key_moved_when_none_is_configured():
+    req = request()
+    outbound.rewrite_auth(req, Protocol.OPENAI_CHAT, None)
+    assert req.headers["authorization"] == "Bearer client-anthropic"  # x-api-key first
+    assert "x-api-key" not in req.headers
+    assert req.path.endswith(QUERY)  # the client's own choice: left alone
+
+
+def test_query_without_credentials_is_left_byte_for_byte():
+    req = request("beta=true&x=a%20b")
+    assert outbound.strip_credentials(req) == [name for name in outbound.CREDENTIAL_HEADERS if name in CLIENT]
+    assert req.path == "/v1/messages?beta=true&x=a%20b"
+
+
+def test_clean_query():
+    assert outbound.clean_query("beta=true") == ("beta=true", [])
+    assert outbound.clean_query("key=1&Token=2&beta=true") == ("beta=true", ["key", "Token"])
+    assert outbound.clean_query("key=1") == ("", ["key"])
+
+
+def test_relayed_headers_drop_other_providers_credentials_only_with_a_configured_key():
+    items = list(CLIENT.items())
+    keyed = dict(outbound.relayed_headers(items, Protocol.ANTHROPIC_MESSAGES, KEY, configured=True))
+    assert keyed["x-api-key"] == KEY
+    assert not {"api-key", "x-goog-api-key", "authorization", "cookie", "proxy-authorization"} & keyed.keys()
+    own = dict(outbound.relayed_headers(items, Protocol.ANTHROPIC_MESSAGES, "client-anthropic"))
+    assert own["x-api-key"] == "client-anthropic"
+    assert own["api-key"] == "client-azure"  # the client's own request: its other headers pass
