@@ -11,7 +11,8 @@ from dragoman.mitm.replayer import Replayer
 from dragoman.mitm.scrub import MetadataMask
 from dragoman.mitm.translate_addon import Translate
 
-# Cors first: a browser's preflight carries no key and is answered before ClientAuth (with
+# translate.gate first: the request-body caps (size, compressed bodies) hold before anything reads the body.
+# Cors next: a browser's preflight carries no key and is answered before ClientAuth (with
 # dragoman_cors_origins; without it, browser requests are refused while Dragoman holds keys and has no client keys); its second half, right after Translate, sets the CORS headers of the answer the client gets.
 # ClientAuth next: no flow without a client key (when client keys are configured) reaches anything else.
 # Endpoints next: it answers HEAD /, /v1/models, count_tokens and WebSocket upgrades before Translate looks
@@ -20,13 +21,15 @@ from dragoman.mitm.translate_addon import Translate
 cors = Cors()
 recorder = Recorder()
 replayer = Replayer()
+translate = Translate()
 addons = [
+    translate.gate,
     cors,
     ClientAuth(),
     Endpoints(),
     replayer.before,
     recorder.before,
-    Translate(),
+    translate,
     cors.after,
     replayer,
     recorder,

@@ -33,16 +33,17 @@ JSON_CT = "application/json"
 SSE_CT = "text/event-stream; charset=utf-8"
 
 
-def install_stream(flow: http.HTTPFlow, state: FlowState, track_usage: bool = False) -> bool:
+def install_stream(flow: http.HTTPFlow, state: FlowState, track_usage: bool = False, max_event: int = 0) -> bool:
     """For a 2xx SSE answer: set up the translator and rewrite the framing headers. False: not streamable
-    (an encoding without an incremental decoder: translated whole in ``response``)."""
+    (an encoding without an incremental decoder: translated whole in ``response``). ``max_event``: the
+    longest upstream SSE line or event buffered (``dragoman_max_sse_event``)."""
     resp = flow.response
     assert resp is not None
     plan = state.plan
     if plan.identity:
         state.translator = PassThrough()
         if track_usage:
-            state.usage_tap = PassThroughUsage(plan.upstream, state.ctx)
+            state.usage_tap = PassThroughUsage(plan.upstream, state.ctx, max_event)
         return True
     encoding = resp.headers.get("content-encoding", "identity").lower().strip()
     if encoding in ("gzip", "x-gzip", "deflate"):
@@ -53,7 +54,7 @@ def install_stream(flow: http.HTTPFlow, state: FlowState, track_usage: bool = Fa
     decoder = get_codec(plan.upstream).stream_decoder(state.ctx)
     if track_usage:
         decoder = state.usage_tap = UsageTap(decoder)
-    state.translator = StreamTranslator(decoder, get_codec(plan.client).stream_encoder(state.ctx))
+    state.translator = StreamTranslator(decoder, get_codec(plan.client).stream_encoder(state.ctx), max_event)
     resp.headers.pop("content-length", None)
     resp.headers.pop("content-encoding", None)
     if resp.http_version.startswith("HTTP/1"):

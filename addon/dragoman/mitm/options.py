@@ -22,6 +22,7 @@ def declare(loader: Any) -> None:
     declare_upstream(loader)
     declare_behaviour(loader)
     declare_sharing(loader)
+    declare_limits(loader)
 
 
 def declare_upstream(loader: Any) -> None:
@@ -128,4 +129,37 @@ def declare_sharing(loader: Any) -> None:
         "Where the usage ledger is kept (requests, tokens and errors per client, route, upstream and model; read "
         "it with `python -m dragoman usage`): a file path, sqlite://PATH or redis://HOST:PORT/DB (shared by "
         "several Dragoman processes). Empty: $DRAGOMAN_LEDGER, else ~/.dragoman/usage.sqlite3. off: no ledger.",
+    )
+
+
+#: defaults of the size caps (``declare_limits``); the README's Security section explains the choice
+MAX_BODY_DEFAULT = "64m"
+MAX_INFLATE_RATIO_DEFAULT = 100
+MAX_SSE_EVENT_DEFAULT = "8m"
+
+
+def declare_limits(loader: Any) -> None:
+    """Caps on what one request or answer may make Dragoman hold in memory (validated in ``configure``)."""
+    loader.add_option(
+        "dragoman_max_body",
+        str,
+        MAX_BODY_DEFAULT,
+        "Largest client request body Dragoman accepts, after decompression (bytes, or with k/m/g: 64m). Larger: "
+        "413 in the client's protocol; a Content-Length beyond it is refused before the body is read. The "
+        "default admits the providers' own limits (Anthropic 32 MB, OpenAI 50 MB of images/files per request).",
+    )
+    loader.add_option(
+        "dragoman_max_inflate_ratio",
+        int,
+        MAX_INFLATE_RATIO_DEFAULT,
+        "Largest expansion of a compressed (Content-Encoding: gzip, deflate, br, zstd) request body, inflated "
+        "size / compressed size, checked once it passes 1 MiB. Beyond it: 413 in the client's protocol. 0: only "
+        "dragoman_max_body applies.",
+    )
+    loader.add_option(
+        "dragoman_max_sse_event",
+        str,
+        MAX_SSE_EVENT_DEFAULT,
+        "Largest upstream SSE line or event Dragoman buffers while translating a stream (bytes, or with k/m/g). "
+        "Beyond it the client's stream ends with an error event in its protocol.",
     )

@@ -69,6 +69,15 @@ class Failure:
 
 
 @dataclass(slots=True)
+class FixedAnswer:
+    """A job answered by Dragoman itself, without any upstream (a request refused before its body was read)."""
+
+    status: int
+    headers: list[tuple[str, str]]
+    body: bytes
+
+
+@dataclass(slots=True)
 class RelayJob:
     flow_id: str
     attempts: Attempts
@@ -94,7 +103,7 @@ class Relay:
     def __init__(self) -> None:
         self.server: asyncio.base_events.Server | None = None
         self.port = 0
-        self.jobs: dict[str, RelayJob] = {}
+        self.jobs: dict[str, RelayJob | FixedAnswer] = {}
         self._starting: asyncio.Lock | None = None
         #: the configured keys, masked in the error excerpts kept in logs and in the flow's attempts
         self.keys = KeyMask()
@@ -116,7 +125,7 @@ class Relay:
             self.server = None
         self.jobs.clear()
 
-    def register(self, job: RelayJob) -> str:
+    def register(self, job: RelayJob | FixedAnswer) -> str:
         token = secrets.token_urlsafe(18)
         self.jobs[token] = job
         return token
@@ -140,6 +149,9 @@ class Relay:
                 if job is None:
                     body = b'{"error":"unknown relay token"}'
                     await _send_whole(writer, 404, [("content-type", "application/json")], body)
+                    continue
+                if isinstance(job, FixedAnswer):
+                    await _send_whole(writer, job.status, job.headers, job.body)
                     continue
                 try:
                     await self._run(job, writer)

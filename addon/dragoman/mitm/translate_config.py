@@ -13,12 +13,15 @@ from typing import Any
 from mitmproxy import ctx
 from mitmproxy import exceptions
 from mitmproxy import flowfilter
+from mitmproxy.utils import human
 
 from dragoman.ledger import LedgerError
 from dragoman.mitm import inbound
 from dragoman.mitm import options
 from dragoman.mitm.flowstate import FlowStates
 from dragoman.mitm.keymask import KeyMask
+from dragoman.mitm.limits import BodyGate
+from dragoman.mitm.limits import parse_size
 from dragoman.mitm.relay import Relay
 from dragoman.mitm.routing import Routing
 from dragoman.mitm.scrub import Scrubber
@@ -55,6 +58,8 @@ class TranslateConfig:
         self.routing = Routing()
         self.usage = UsageBook()
         self.relay = Relay()
+        #: the request-body caps, listed first among the addons (``limits``)
+        self.gate = BodyGate(self)
         self.flows = FlowStates()
         self._warned_deferred: set[str] = set()
         #: seconds without upstream bytes before a streamed flow is failed (0: never)
@@ -63,6 +68,10 @@ class TranslateConfig:
         self.scrubber = Scrubber()
         self._keys = KeyMask()
         self._keys_for: object = None
+        #: the size caps (``options.declare_limits``), in bytes
+        self.max_body = human.parse_size(options.MAX_BODY_DEFAULT) or 0
+        self.max_inflate_ratio = options.MAX_INFLATE_RATIO_DEFAULT
+        self.max_sse_event = human.parse_size(options.MAX_SSE_EVENT_DEFAULT) or 0
 
     # -- options
 
@@ -78,6 +87,7 @@ class TranslateConfig:
                     "(0 disables the timeout)"
                 )
             self.idle_timeout = opts.dragoman_idle_timeout
+        self._configure_limits(updated)
         # mitmproxy enforces `choices` only on its command line, not for --set or the options API
         for name, allowed in options.CHOICES.items():
             if name in updated and getattr(opts, name) not in allowed:
@@ -100,6 +110,20 @@ class TranslateConfig:
                 self.usage.open(opts.dragoman_ledger)
             except LedgerError as e:
                 raise exceptions.OptionsError(f"Cannot use dragoman_ledger: {e}") from e
+
+    def _configure_limits(self, updated: set[str]) -> None:
+        opts = ctx.options
+        if "dragoman_max_body" in updated:
+            self.max_body = parse_size("dragoman_max_body", opts.dragoman_max_body)
+        if "dragoman_max_sse_event" in updated:
+            self.max_sse_event = parse_size("dragoman_max_sse_event", opts.dragoman_max_sse_event)
+        if "dragoman_max_inflate_ratio" in updated:
+            if opts.dragoman_max_inflate_ratio < 0:
+                raise exceptions.OptionsError(
+                    f"Invalid dragoman_max_inflate_ratio {opts.dragoman_max_inflate_ratio}: give an integer >= 0 "
+                    "(0: only dragoman_max_body applies)"
+                )
+            self.max_inflate_ratio = opts.dragoman_max_inflate_ratio
 
     def _check_exposure(self) -> None:
         """Refuse to serve upstream keys to the network without client keys (see ``client_auth``)."""

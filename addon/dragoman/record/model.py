@@ -30,6 +30,24 @@ _PAIR = re.compile(r"\[\n\s*" + _SCALAR + r",\n\s*" + _SCALAR + r"\n\s*\]")
 HeaderList = list[tuple[str, str]]
 
 
+#: a JSON body nested deeper than this is kept as text (pydantic's serializer stops at 255 levels)
+JSON_DEPTH_LIMIT = 200
+
+
+def _depth_within(obj: Any, limit: int) -> bool:
+    """Whether ``obj`` nests at most ``limit`` containers deep (iterative: no recursion limit of its own)."""
+    stack: list[tuple[Any, int]] = [(obj, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return False
+        if isinstance(node, dict):
+            stack.extend((v, depth + 1) for v in node.values() if isinstance(v, (dict, list)))
+        elif isinstance(node, list):
+            stack.extend((v, depth + 1) for v in node if isinstance(v, (dict, list)))
+    return True
+
+
 class Body(BaseModel):
     """A body as JSON (parsed, for requests), text (byte-exact UTF-8) or base64 (anything else)."""
 
@@ -45,9 +63,11 @@ class Body(BaseModel):
             return cls(text="")
         if parse_json:
             try:
-                return cls(json=json.loads(data))
-            except ValueError:
-                pass
+                obj = json.loads(data)
+            except (ValueError, RecursionError):
+                obj = None
+            if obj is not None and _depth_within(obj, JSON_DEPTH_LIMIT):
+                return cls(json=obj)
         try:
             return cls(text=data.decode("utf-8"))
         except UnicodeDecodeError:
@@ -68,9 +88,10 @@ class Body(BaseModel):
         if self.json_ is not None:
             return self.json_
         try:
-            return json.loads(self.raw())
-        except ValueError:
+            obj = json.loads(self.raw())
+        except (ValueError, RecursionError):  # not JSON, or nested deeper than the parser goes
             return None
+        return obj if _depth_within(obj, JSON_DEPTH_LIMIT) else None  # kept as text (``of``)
 
 
 class HttpRequest(BaseModel):

@@ -11,6 +11,7 @@ from typing import Any
 
 import orjson
 
+from dragoman.errors import ClientRequestError
 from dragoman.errors import UnsupportedFeatureError
 from dragoman.ir.request import Request
 from dragoman.protocols import Protocol
@@ -46,17 +47,41 @@ class TranslatedRequest:
     stream: bool
 
 
+#: the deepest JSON nesting orjson serialises (its documented limit); a request nested deeper is refused
+JSON_DEPTH_LIMIT = 255
+
+
+def too_deep(e: BaseException) -> ClientRequestError:
+    """A request nested deeper than the JSON encoder (or Python's recursion) goes: 400, not a traceback."""
+    return ClientRequestError(
+        f"request JSON is nested too deep to translate (more than {JSON_DEPTH_LIMIT} levels, e.g. a tool "
+        f"schema): {type(e).__name__}: {e}"
+    )
+
+
 def decode_client_request(body: bytes, client: Protocol) -> ClientRequest:
     """Raises ``ClientRequestError`` (400 in the client's shape) for an invalid client request."""
     obj = parse_client_json(body)
-    req = get_codec(client).decode_request(obj)
+    try:
+        req = get_codec(client).decode_request(obj)
+    except RecursionError as e:
+        raise too_deep(e) from None
     return ClientRequest(body, obj, req, req.model, req.stream)
 
 
 def encode_upstream_request(cr: ClientRequest, plan: Plan, ctx: Context, model: str) -> bytes:
     """The upstream body for ``plan.upstream`` asking for ``model``; fills ``ctx`` (request, dropped).
 
-    Raises ``UnsupportedFeatureError`` for a request only a Chat upstream can serve (``n > 1``)."""
+    Raises ``UnsupportedFeatureError`` for a request only a Chat upstream can serve (``n > 1``), and
+    ``ClientRequestError`` for one nested deeper than the encoders go."""
+    try:
+        return _encode(cr, plan, ctx, model)
+    except (orjson.JSONEncodeError, RecursionError) as e:
+        # orjson raises JSONEncodeError ("Recursion limit reached") beyond 255 levels; a Python walk, RecursionError
+        raise too_deep(e) from None
+
+
+def _encode(cr: ClientRequest, plan: Plan, ctx: Context, model: str) -> bytes:
     req = cr.request
     if req.n is not None and req.n > 1 and plan.upstream is not Protocol.OPENAI_CHAT:
         raise UnsupportedFeatureError("n > 1 (several choices) is not supported by the translated upstream")

@@ -32,6 +32,7 @@ from dragoman.ir.events import StreamError
 from dragoman.protocols.base import StreamDecoder
 from dragoman.protocols.base import StreamEncoder
 from dragoman.sse.decoder import SSEDecoder
+from dragoman.sse.decoder import SSELimitError
 from dragoman.sse.events import COMMENT
 
 logger = logging.getLogger(__name__)
@@ -53,9 +54,11 @@ _STREAMING = Phase.STREAMING
 class StreamTranslator:
     __slots__ = ("phase", "_sse", "_dec", "_enc", "events_in", "error_info")
 
-    def __init__(self, decoder: StreamDecoder, encoder: StreamEncoder) -> None:
+    def __init__(self, decoder: StreamDecoder, encoder: StreamEncoder, max_event: int = 0) -> None:
+        """``max_event``: the longest upstream SSE line or event buffered (bytes, 0: no cap); beyond it the
+        client's stream ends with one error event (``SSELimitError``)."""
         self.phase = Phase.WAITING
-        self._sse = SSEDecoder(comments=True)
+        self._sse = SSEDecoder(comments=True, max_event=max_event)
         self._dec = decoder
         self._enc = encoder
         #: number of upstream SSE events seen (diagnostics)
@@ -155,6 +158,13 @@ class StreamTranslator:
             return b""
 
     def _describe(self, e: Exception) -> ErrorInfo:
+        if isinstance(e, SSELimitError):
+            logger.warning("stream translation error: %s; the client's stream ends with an error event", e)
+            return ErrorInfo(
+                kind=ErrorKind.UPSTREAM_PROTOCOL,
+                message=f"{e} (dragoman_max_sse_event): Dragoman ended the stream",
+                status=502,
+            )
         if isinstance(e, TranslationError):
             info = e.to_error_info()
             logger.warning("stream translation error: %s", e)

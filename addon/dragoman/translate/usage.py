@@ -56,8 +56,8 @@ class PassThroughUsage:
 
     __slots__ = ("_sse", "_tap", "broken")
 
-    def __init__(self, protocol: Protocol, ctx: Context) -> None:
-        self._sse = SSEDecoder()
+    def __init__(self, protocol: Protocol, ctx: Context, max_event: int = 0) -> None:
+        self._sse = SSEDecoder(max_event=max_event)
         self._tap = UsageTap(get_codec(protocol).stream_decoder(ctx))
         self.broken = False
 
@@ -71,8 +71,9 @@ class PassThroughUsage:
         try:
             for ev in self._sse.feed(data):
                 self._tap.feed(ev)
-        except (TranslationError, ValueError):
+        except (TranslationError, ValueError):  # ValueError: SSELimitError too (an event beyond max_event)
             self.broken = True  # the client gets the bytes anyway; the ledger falls back to an estimate
+            self._sse = SSEDecoder()  # what was buffered goes
 
 
 def usage_of_body(body: bytes, protocol: Protocol, ctx: Context) -> Usage | None:
