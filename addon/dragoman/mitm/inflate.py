@@ -14,7 +14,7 @@ import zlib
 from collections.abc import Iterator
 from typing import Any
 
-import brotli
+import brotli  # type: ignore[import-untyped]
 
 #: output produced per step (and the most a cap can be overshot by)
 PIECE = 256 * 1024

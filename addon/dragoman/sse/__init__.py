@@ -3,12 +3,13 @@
 Imports nothing from the rest of Dragoman.
 """
 
+from dragoman.sse.capped import CappedSSEDecoder
+from dragoman.sse.capped import SSELimitError
 from dragoman.sse.decoder import SSEDecoder
-from dragoman.sse.decoder import SSELimitError
 from dragoman.sse.encoder import DONE
 from dragoman.sse.encoder import encode
 from dragoman.sse.encoder import encode_json
 from dragoman.sse.events import COMMENT
 from dragoman.sse.events import SSEEvent
 
-__all__ = ["COMMENT", "DONE", "SSEDecoder", "SSEEvent", "SSELimitError", "encode", "encode_json"]
+__all__ = ["COMMENT", "CappedSSEDecoder", "DONE", "SSEDecoder", "SSEEvent", "SSELimitError", "encode", "encode_json"]

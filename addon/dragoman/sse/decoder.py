@@ -15,27 +15,12 @@ _CR = 13
 _LF = 10
 #: ``tuple.__new__`` builds an ``SSEEvent`` without the generated ``__new__``'s Python frame
 _new_event = tuple.__new__
-#: what one pending data line costs beside its characters (the str object and its list slot), so a flood
-#: of tiny lines counts against the cap too
-_LINE_COST = 64
-
-
-class SSELimitError(ValueError):
-    """A line or event is longer than the decoder's ``max_event``: it was dropped, not buffered further."""
-
-    def __init__(self, size: int, limit: int) -> None:
-        super().__init__(f"an upstream SSE line or event exceeds {limit} bytes (at least {size} buffered)")
-        self.size = size
-        self.limit = limit
 
 
 class SSEDecoder:
     """``feed(bytes) -> list[SSEEvent]``; ``close() -> list[SSEEvent]`` flushes an unterminated last event.
 
     Memory is bounded by the longest single event: completed lines are handed on immediately.
-    ``max_event`` (bytes, 0: none) bounds that too: when the pending line or event (an unterminated line,
-    the data lines of an undispatched event) grows beyond it, ``feed`` drops it and raises ``SSELimitError``
-    (checked once per chunk that leaves something pending, so a cap can be overshot by one chunk).
     ``comments=True``: every comment line (``: keepalive``) is also returned, as the ``COMMENT`` sentinel in
     its place among the events, so a keepalive can be passed on when it arrives.
     """
@@ -51,11 +36,10 @@ class SSEDecoder:
         "_closed",
         "_clean",
         "_comment",
-        "_max",
         "comments",
     )
 
-    def __init__(self, comments: bool = False, max_event: int = 0) -> None:
+    def __init__(self, comments: bool = False) -> None:
         self._buf = bytearray()
         self._skip_lf = False
         self._data: list[str] = []
@@ -71,7 +55,6 @@ class SSEDecoder:
         self.comments = 0
         #: what a comment line yields: the ``COMMENT`` sentinel, or nothing
         self._comment = COMMENT if comments else None
-        self._max = max_event
 
     def feed(self, chunk: bytes) -> list[SSEEvent]:
         if self._clean:
@@ -93,9 +76,11 @@ class SSEDecoder:
                 return [_new_event(SSEEvent, (chunk[6:n].decode("utf-8", "replace"), None, self._id, None))]
             if chunk[-2:] == b"\n\n" and 13 not in chunk:
                 return self._whole_events(chunk)
+        return self._general(chunk)
+
+    def _general(self, chunk: bytes) -> list[SSEEvent]:
+        """``_feed_lines``, then whether the whole-event fast paths apply to the next chunk."""
         out = self._feed_lines(chunk)
-        if self._max and (self._buf or self._has_data):
-            self._check_pending()
         self._clean = (
             not self._buf
             and not self._skip_lf
@@ -181,18 +166,6 @@ class SSEDecoder:
             if ev is not None:
                 out.append(ev)
         return out
-
-    def _check_pending(self) -> None:
-        size = len(self._buf)
-        if self._has_data:
-            data = self._data
-            size += sum(map(len, data)) + _LINE_COST * len(data)
-        if size > self._max:
-            self._buf = bytearray()
-            self._data.clear()
-            self._has_data = False
-            self._event = None
-            raise SSELimitError(size, self._max)
 
     def _whole_events(self, chunk: bytes) -> list[SSEEvent]:
         """``chunk`` is whole LF-only events (it ends with a blank line) and nothing is pending. Each

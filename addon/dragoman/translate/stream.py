@@ -31,8 +31,9 @@ from dragoman.ir.events import KEEPALIVE
 from dragoman.ir.events import StreamError
 from dragoman.protocols.base import StreamDecoder
 from dragoman.protocols.base import StreamEncoder
+from dragoman.sse.capped import CappedSSEDecoder
+from dragoman.sse.capped import SSELimitError
 from dragoman.sse.decoder import SSEDecoder
-from dragoman.sse.decoder import SSELimitError
 from dragoman.sse.events import COMMENT
 
 logger = logging.getLogger(__name__)
@@ -58,7 +59,7 @@ class StreamTranslator:
         """``max_event``: the longest upstream SSE line or event buffered (bytes, 0: no cap); beyond it the
         client's stream ends with one error event (``SSELimitError``)."""
         self.phase = Phase.WAITING
-        self._sse = SSEDecoder(comments=True, max_event=max_event)
+        self._sse = CappedSSEDecoder(max_event, comments=True) if max_event > 0 else SSEDecoder(comments=True)
         self._dec = decoder
         self._enc = encoder
         #: number of upstream SSE events seen (diagnostics)
@@ -74,9 +75,13 @@ class StreamTranslator:
             return b""  # after the terminal event (or an error) the rest of the upstream bytes are drained
         # the hot path (one call per upstream HTTP chunk): locals only, one join at the end
         out: list[bytes] = []
+        over: SSELimitError | None = None
         try:
-            events = self._sse.feed(data)
-            if not events:
+            try:
+                events = self._sse.feed(data)
+            except SSELimitError as e:  # the events before the line or event beyond the cap, then the error
+                events, over = e.events, e
+            if not events and over is None:
                 return b""
             append = out.append
             encode = self._enc.encode
@@ -96,6 +101,8 @@ class StreamTranslator:
                     append(encode(ev) if ev is not keepalive else self._enc.keepalive())
                 if dec.done:  # nothing may follow the terminal event on the client side
                     break
+            if over is not None and not dec.done:
+                return b"".join(out) + self._to_error(self._describe(over))
             # phase after the events: STREAMING once any event was seen, DONE once the decoder is done
             self.phase = _DONE if dec.done else _STREAMING
             return b"".join(out)

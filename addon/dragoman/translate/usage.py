@@ -21,6 +21,7 @@ from dragoman.protocols import get_codec
 from dragoman.protocols._wire import parse_upstream_json
 from dragoman.protocols.base import Context
 from dragoman.protocols.base import StreamDecoder
+from dragoman.sse.capped import CappedSSEDecoder
 from dragoman.sse.decoder import SSEDecoder
 from dragoman.sse.events import SSEEvent
 from dragoman.translate.tokens import estimate_input_tokens
@@ -57,7 +58,7 @@ class PassThroughUsage:
     __slots__ = ("_sse", "_tap", "broken")
 
     def __init__(self, protocol: Protocol, ctx: Context, max_event: int = 0) -> None:
-        self._sse = SSEDecoder(max_event=max_event)
+        self._sse = CappedSSEDecoder(max_event) if max_event > 0 else SSEDecoder()
         self._tap = UsageTap(get_codec(protocol).stream_decoder(ctx))
         self.broken = False
 
@@ -71,7 +72,7 @@ class PassThroughUsage:
         try:
             for ev in self._sse.feed(data):
                 self._tap.feed(ev)
-        except (TranslationError, ValueError):  # ValueError: SSELimitError too (an event beyond max_event)
+        except (TranslationError, ValueError):  # ValueError: SSELimitError too (a line or event beyond the cap)
             self.broken = True  # the client gets the bytes anyway; the ledger falls back to an estimate
             self._sse = SSEDecoder()  # what was buffered goes
 
