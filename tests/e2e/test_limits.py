@@ -164,7 +164,9 @@ def test_small_gzip_body_is_inflated_and_translated(capped, upstream):
 
 
 def test_broken_gzip_is_400(capped, upstream):
-    status, _, data = post(capped, "/v1/chat/completions", b"\x1f\x8b\x08garbage" + b"x" * 100, {"content-encoding": "gzip"})
+    status, _, data = post(
+        capped, "/v1/chat/completions", b"\x1f\x8b\x08garbage" + b"x" * 100, {"content-encoding": "gzip"}
+    )
     assert status == 400, data[:300]
     assert "not valid gzip" in error_of("openai-chat", data)[1]
     no_traceback(capped)

@@ -37,7 +37,9 @@ def tr():
 @pytest.fixture
 def tctx(tr):
     with taddons.context(tr) as tctx:
-        tctx.configure(tr, dragoman_target="openai-chat", dragoman_upstream="http://127.0.0.1:9999/v1", dragoman_max_body="1k")
+        tctx.configure(
+            tr, dragoman_target="openai-chat", dragoman_upstream="http://127.0.0.1:9999/v1", dragoman_max_body="1k"
+        )
         yield tctx
 
 
@@ -132,7 +134,12 @@ def test_dragoman_off_gates_nothing(tr):
 
 @pytest.mark.parametrize(
     "name,value",
-    [("dragoman_max_body", "0"), ("dragoman_max_body", "lots"), ("dragoman_max_sse_event", "-1"), ("dragoman_max_inflate_ratio", -1)],
+    [
+        ("dragoman_max_body", "0"),
+        ("dragoman_max_body", "lots"),
+        ("dragoman_max_sse_event", "-1"),
+        ("dragoman_max_inflate_ratio", -1),
+    ],
 )
 def test_bad_options(tr, name, value):
     with taddons.context(tr) as tctx:

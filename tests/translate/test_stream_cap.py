@@ -19,7 +19,11 @@ from dragoman.translate.stream import Phase
 from dragoman.translate.stream import StreamTranslator
 
 DEFAULT_CAP = 8 << 20
-P = {"anthropic": Protocol.ANTHROPIC_MESSAGES, "openai-chat": Protocol.OPENAI_CHAT, "openai-responses": Protocol.OPENAI_RESPONSES}
+P = {
+    "anthropic": Protocol.ANTHROPIC_MESSAGES,
+    "openai-chat": Protocol.OPENAI_CHAT,
+    "openai-responses": Protocol.OPENAI_RESPONSES,
+}
 
 
 @pytest.fixture(autouse=True)
@@ -56,7 +60,9 @@ def chat_stream(big: int) -> bytes:
         obj["choices"] = [{"index": 0, "delta": delta, "finish_reason": finish}]
         return b"data: " + json.dumps(obj).encode() + b"\n\n"
 
-    return ev({"role": "assistant", "content": "Hi"}) + ev({"content": "x" * big}) + ev({}, "stop") + b"data: [DONE]\n\n"
+    return (
+        ev({"role": "assistant", "content": "Hi"}) + ev({"content": "x" * big}) + ev({}, "stop") + b"data: [DONE]\n\n"
+    )
 
 
 @pytest.mark.parametrize("client", [Protocol.ANTHROPIC_MESSAGES, Protocol.OPENAI_RESPONSES])

@@ -159,4 +159,3 @@ def _zstd(data: bytes) -> Iterator[bytes]:
         if not d.eof:
             raise ValueError("truncated data")
         rest = d.unused_data  # concatenated frames
-
