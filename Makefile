@@ -10,7 +10,7 @@ EXTRAS ?= test,clients,dev
 JOBS ?= 2
 PYTEST_ARGS ?=
 
-.PHONY: help install test test-unit test-e2e lint check coverage run bench bench-quick bench-ledger bench-record golden fuzz
+.PHONY: help install test test-unit test-e2e lint check coverage run bench bench-quick bench-ledger bench-record bench-limits golden fuzz
 
 help:
 	@echo "make install   create $(VENV) with $(PY) and install Dragoman editable with [$(EXTRAS)]"
@@ -24,6 +24,7 @@ help:
 	@echo "make bench     performance benchmark (prints a table, writes bench/results/latest.json)"
 	@echo "make bench-ledger  cost of the usage ledger's add() on the calling thread (prints a table)"
 	@echo "make bench-record  recording one 300,000-event stream: RSS growth, worst stall of another flow"
+	@echo "make bench-limits  peak RSS under hostile sizes: gzip bomb, huge Content-Length, 20 MiB SSE line, 100 MiB body"
 
 install:
 	@test -x $(PYTHON) || $(PY) -m venv $(VENV)
@@ -68,6 +69,7 @@ bench:  ## performance benchmark (issue 6): prints one table, writes bench/resul
 	@test -x $(PYTHON) || $(MAKE) install
 	$(PYTHON) bench/run.py
 	$(PYTHON) bench/record.py
+	$(PYTHON) bench/limits.py
 
 bench-quick:  ## smoke run of the benchmark (< 2 min)
 	@test -x $(PYTHON) || $(MAKE) install
@@ -80,3 +82,7 @@ bench-ledger:  ## usage ledger (issue 15): add() cost on the calling thread, wri
 bench-record:  ## recorder (issue 23, 3(d)): RSS growth and the worst stall of a concurrent flow while recording
 	@test -x $(PYTHON) || $(MAKE) install
 	$(PYTHON) bench/record.py
+
+bench-limits:  ## issue 23, 3(a)(b)(c)(e): mitmdump peak RSS per hostile request (also part of `make bench`)
+	@test -x $(PYTHON) || $(MAKE) install
+	$(PYTHON) bench/limits.py

@@ -198,6 +198,10 @@ class Translate(TranslateConfig):
         req.scheme, req.host, req.port = "http", "127.0.0.1", self.relay.port
         req.path = "/" + state.relay_token
         req.headers["accept-encoding"] = "identity"
+        # the relay sends the translated body itself (``state.sent_request`` shows it afterwards): the client's
+        # body does not travel to it (no copy of a large body in mitmproxy's transport, no loopback transfer)
+        req.headers.pop("content-encoding", None)
+        req.content = b""
         flow.metadata[METADATA_KEY] = state.metadata()
 
     # -- response

@@ -35,6 +35,8 @@ class Trust:
     capath: str | None = None
 
 
+#: a request body larger than this is written in pieces of this size
+WRITE_PIECE = 1 << 20
 _contexts: dict[Trust, ssl.SSLContext] = {}
 
 
@@ -109,7 +111,16 @@ async def open_request(
     host = url.host if url.port in (80, 443) else f"{url.host}:{url.port}"
     all_headers = [("host", host), *headers, ("content-length", str(len(body)))]
     try:
-        writer.write(http1.encode_head(f"POST {path} HTTP/1.1", all_headers) + body)
+        head = http1.encode_head(f"POST {path} HTTP/1.1", all_headers)
+        if len(body) <= WRITE_PIECE:
+            writer.write(head + body)
+        else:
+            # a large body in pieces, each drained: no copy of it in the transport's buffer (nor head + body)
+            writer.write(head)
+            view = memoryview(body)
+            for i in range(0, len(body), WRITE_PIECE):
+                writer.write(view[i : i + WRITE_PIECE])
+                await writer.drain()
         await writer.drain()
         status, headers_out = await asyncio.wait_for(_response_head(reader), first_byte_timeout)
         body_reader = http1.BodyReader(reader, headers_out, has_body=status not in (204, 304))

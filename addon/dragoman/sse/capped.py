@@ -12,8 +12,9 @@ The events completed before the failing line or event travel on the error (``SSE
 the output before the error is the same whatever the chunking. Nothing beyond ``max_event`` plus one
 chunk is ever buffered.
 
-Cost: one comparison per chunk (and a sum over the data lines of a pending event when one is pending); the
-careful path runs only when the pending bytes plus the chunk exceed ``max_event``.
+Cost: nothing on the whole-event fast paths (a chunk of whole events up to ``max_event`` bytes, the usual
+case); a comparison and, while an event is pending across chunks, a sum over its data lines on the general
+path; the careful path runs only when the pending bytes plus the chunk exceed ``max_event``.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from dragoman.sse.events import COMMENT
 from dragoman.sse.events import SSEEvent
 
 _EOL = re.compile(rb"\r\n|\r|\n")
+_base_general = SSEDecoder._general
 
 
 class SSELimitError(ValueError):
@@ -44,14 +46,16 @@ class CappedSSEDecoder(SSEDecoder):
         if max_event <= 0:
             raise ValueError("max_event must be > 0")
         self._max = max_event
+        self._room = max_event
         #: the measure of the pending event's data lines (0 when none is pending)
         self._pend = 0
 
-    def feed(self, chunk: bytes) -> list[SSEEvent]:
+    def _general(self, chunk: bytes) -> list[SSEEvent]:
+        # the whole-event fast paths of ``feed`` only take chunks up to the cap (``_room``): the rest comes here
         if len(chunk) + len(self._buf) + self._pend <= self._max:
             # nothing in reach can exceed the cap: a line is at most the buffered part plus the chunk, an
             # event's measure at most what is pending plus the chunk (a character takes at least one byte)
-            out = super().feed(chunk)
+            out = _base_general(self, chunk)
             if self._has_data:
                 self._pend = self._measure()
             elif self._pend:
@@ -66,7 +70,7 @@ class CappedSSEDecoder(SSEDecoder):
     def _feed_careful(self, chunk: bytes) -> list[SSEEvent]:
         cut = self._long_line_at(chunk)
         part = chunk if cut is None else chunk[:cut]
-        out = self._general(part) if part else []
+        out = _base_general(self, part) if part else []
         limit = self._max
         for i, ev in enumerate(out):
             if ev is not COMMENT and len(ev.data) + 1 > limit:

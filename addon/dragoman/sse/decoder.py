@@ -36,6 +36,7 @@ class SSEDecoder:
         "_closed",
         "_clean",
         "_comment",
+        "_room",
         "comments",
     )
 
@@ -55,9 +56,11 @@ class SSEDecoder:
         self.comments = 0
         #: what a comment line yields: the ``COMMENT`` sentinel, or nothing
         self._comment = COMMENT if comments else None
+        #: the longest chunk the whole-event fast paths take (``CappedSSEDecoder`` lowers it to its cap)
+        self._room = 1 << 62
 
     def feed(self, chunk: bytes) -> list[SSEEvent]:
-        if self._clean:
+        if self._clean and len(chunk) <= self._room:
             # fastest paths, only with nothing pending: one whole event (what an upstream sends per
             # HTTP chunk: an optional ``event: E`` line, one ``data: X`` line, a blank line, LF only;
             # found with memchr-based ``find``, cheaper than a regex on long data lines), or whole events
