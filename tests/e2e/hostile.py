@@ -67,9 +67,11 @@ def attacker_cert(workdir: Path) -> tuple[Path, Path]:
 
 
 class Attacker:
-    """A host no configured key is meant for: keeps every byte it receives, answers each request 200 JSON."""
+    """A host no configured key is meant for: keeps every byte it receives, answers each request 200 JSON
+    (``answer=False``: never answers)."""
 
-    def __init__(self, cert: tuple[Path, Path] | None = None) -> None:
+    def __init__(self, cert: tuple[Path, Path] | None = None, answer: bool = True) -> None:
+        self.answer = answer
         self.received = bytearray()
         self.heads: list[bytes] = []
         self.lock = threading.Lock()
@@ -116,7 +118,7 @@ class Attacker:
                 with self.lock:
                     self.received += data
                 buf += data
-                while (end := _request_end(buf)) is not None:
+                while self.answer and (end := _request_end(buf)) is not None:
                     with self.lock:
                         self.heads.append(buf[: buf.index(b"\r\n\r\n")])
                     buf = buf[end:]

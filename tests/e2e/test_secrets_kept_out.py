@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import threading
 
 import pytest
 
@@ -21,10 +22,12 @@ from dragoman.demo import Reply
 from dragoman.demo import Request
 from dragoman.demo.wire import sse
 
+from .hostile import Attacker
 from .hostile import Mitmdump
 from .hostile import http_request
 from .hostile import send_direct
 from .hostile import status_of
+from .hostile import wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -231,3 +234,35 @@ def test_the_clients_own_key_leaves_the_flow_after_the_send(moved):
     assert moved["flows"].count(b"/v1/messages") > 1
     assert CLIENT_CANARY.encode() not in moved["flows"]
     assert CLIENT_CANARY not in moved["log"]
+
+
+def test_a_flow_in_flight_at_shutdown_is_saved_without_the_key(tmp_path):
+    """mitmproxy's save addon writes the flows still in flight when it stops: their credentials go first."""
+    silent = Attacker(answer=False)  # the configured upstream here: takes the request, never answers
+    flows = tmp_path / "flows.mitm"
+    proxy = Mitmdump(
+        tmp_path,
+        "--mode",
+        f"reverse:{silent.url}",
+        "--set",
+        "dragoman_target=anthropic",
+        "--set",
+        f"dragoman_upstream={silent.url}",
+        "--set",
+        f"dragoman_api_key={CANARY}",
+        "-w",
+        str(flows),
+    )
+    try:
+        raw = http_request("POST", "/v1/messages", {"host": "localhost", "content-type": "application/json"}, b"")
+        body = json.dumps(messages("claude-x", True)).encode()
+        raw = raw.replace(b"content-length: 0", f"content-length: {len(body)}".encode()) + body
+        client = threading.Thread(target=send_direct, args=(proxy.port, raw), daemon=True)
+        client.start()
+        assert wait_for(lambda: silent.saw(CANARY), 20), proxy.log()[-3000:]  # sent, and no answer yet
+    finally:
+        proxy.stop()
+        silent.stop()
+    data = flows.read_bytes()
+    assert b"/v1/messages" in data, proxy.log()[-3000:]  # the in-flight flow was saved
+    assert CANARY.encode() not in data
