@@ -72,6 +72,18 @@ def world(tmp_path_factory):
         "regular": Mitmdump(
             workdir, "--set", "dragoman_target=anthropic", "--set", f"dragoman_api_key={CANARY}", "--set", trust
         ),
+        # the explicit proxy with a user filter naming a host, no dragoman_upstream: the key is for that host
+        "match": Mitmdump(
+            workdir,
+            "--set",
+            "dragoman_target=anthropic",
+            "--set",
+            f"dragoman_api_key={CANARY}",
+            "--set",
+            "dragoman_match=~d api.example.com",
+            "--set",
+            trust,
+        ),
         # the explicit proxy with a routes file
         "routes": Mitmdump(workdir, "--set", f"dragoman_config={routes}", "--set", trust),
         # reverse mode in front of the attacker, the key configured for another upstream
@@ -234,3 +246,20 @@ def test_reverse_mode_without_upstream_gives_the_key_to_the_reverse_target(world
     assert status_of(answer) == 200, answer[:500]
     seen = legit.requests[before:]
     assert [r.headers.get("x-api-key") for r in seen] == [CANARY]
+
+
+@pytest.mark.parametrize("how", ["absolute", "tunnel", "tls-tunnel"])
+def test_user_filter_naming_a_host_is_not_fooled_by_the_host_header(world, how):
+    """``dragoman_match=~d api.example.com`` (``~d`` reads the Host header too): a flow that connects to the
+    attacker while writing ``Host: api.example.com`` is not the filter's."""
+    attacker = world["tls"] if how == "tls-tunnel" else world["plain"]
+    proxy = world["match"]
+    mark = attacker.mark()
+    request = raw(
+        "POST", "/v1/messages" if how != "absolute" else f"{attacker.url}/v1/messages", "api.example.com", MESSAGES
+    )
+    if how == "absolute":
+        send_direct(proxy.port, request)
+    else:
+        send_tunnel(proxy.port, attacker.authority, request, tls=how == "tls-tunnel", sni="localhost")
+    check_untouched(world, attacker, mark, proxy, "/v1/messages")

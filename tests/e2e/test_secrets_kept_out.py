@@ -50,10 +50,10 @@ def answer(request: Request) -> Reply:
     key = request.headers.get("x-api-key", "")
     if request.model == "echo-error":  # a request-bound error: the key does not rest
         err = {"type": "error", "error": {"type": "invalid_request_error", "message": f"bad request with key {key}"}}
-        return Reply(400, json_body=err)
+        return Reply(400, {"x-echo-key": key}, json_body=err)
     if request.model == "echo-auth":  # the key rests after this one: asked last
         err = {"type": "error", "error": {"type": "authentication_error", "message": f"invalid x-api-key: {key}"}}
-        return Reply(401, json_body=err)
+        return Reply(401, {"x-echo-key": key}, json_body=err)
     message = {
         "id": "msg_1",
         "type": "message",
@@ -66,7 +66,8 @@ def answer(request: Request) -> Reply:
     }
     if request.model == "echo-stream-error":
         err = {"type": "error", "error": {"type": "overloaded_error", "message": f"key {key} is overloaded"}}
-        return Reply(events=[sse({"type": "message_start", "message": message}, "message_start"), sse(err, "error")])
+        events = [sse({"type": "message_start", "message": message}, "message_start"), sse(err, "error")]
+        return Reply(headers={"x-echo-key": key}, events=events)
     text = {**message, "content": [{"type": "text", "text": "hello"}], "stop_reason": "end_turn"}
     if not request.stream:
         return Reply(json_body=text)

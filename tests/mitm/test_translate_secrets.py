@@ -77,10 +77,12 @@ def test_whole_error_quoting_the_key_is_masked(tctx, addon, client, target):
     f = make_flow(client)
     addon.request(f)
     err = {"type": "error", "error": {"type": "authentication_error", "message": f"invalid x-api-key {KEY}"}}
-    f.response = http.Response.make(401, json.dumps(err).encode(), {"content-type": "application/json"})
+    headers = {"content-type": "application/json", "x-echo": f"got {KEY}"}
+    f.response = http.Response.make(401, json.dumps(err).encode(), headers)
     addon.responseheaders(f)
     addon.response(f)
     assert f.response.status_code == 401
+    assert KEY not in str(f.response.headers) and "key masked by Dragoman" in f.response.headers["x-echo"]
     assert KEY.encode() not in f.response.content
     assert b"key masked by Dragoman" in f.response.content
 

@@ -31,6 +31,7 @@ from mitmproxy import optmanager
 from dragoman.ir.common import ErrorInfo
 from dragoman.ir.common import ErrorKind
 from dragoman.mitm import hosts
+from dragoman.mitm.inbound import mask_headers
 from dragoman.mitm.inbound import mask_whole
 from dragoman.mitm.keymask import KeyMask
 from dragoman.mitm.outbound import rewrite_auth
@@ -168,6 +169,8 @@ class Endpoints:
 
     def responseheaders(self, flow: http.HTTPFlow) -> None:
         self.scrubber.sent(flow)
+        if flow.metadata.get(METADATA_KEY) == "count_tokens-forwarded" and flow.response is not None:
+            mask_headers(flow.response, self._keys())
 
     def response(self, flow: http.HTTPFlow) -> None:
         self.scrubber.sent(flow)

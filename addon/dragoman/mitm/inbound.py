@@ -215,6 +215,16 @@ def translate_whole(flow: http.HTTPFlow, state: FlowState) -> None:
     resp.content = out
 
 
+def mask_headers(resp: http.Response, keys: KeyMask) -> None:
+    """Response headers quoting a configured key reach the client with the key masked."""
+    if not keys:
+        return
+    fields = resp.headers.fields
+    masked = tuple((name, keys.mask(value)) for name, value in fields)
+    if masked != fields:
+        resp.headers.fields = masked
+
+
 def mask_whole(flow: http.HTTPFlow, keys: KeyMask) -> None:
     """A whole answer quoting a configured key reaches the client with the key masked."""
     resp = flow.response

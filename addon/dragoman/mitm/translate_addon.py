@@ -212,6 +212,7 @@ class Translate(TranslateConfig):
         if state is None or flow.response is None or flow.is_replay:
             return
         resp = flow.response
+        inbound.mask_headers(resp, self.keys)
         if state.upstream_name:
             resp.headers[ROUTE_HEADER] = f"{state.upstream_name}/{state.upstream_model}"
         if not 200 <= resp.status_code < 300:
