@@ -103,6 +103,11 @@ class Translate(TranslateConfig):
                 self._reject(flow, client, self._no_route(cr.client_model))
                 return
             route, candidates = found.match, self.routing.router.candidates(found, cr.client_model)
+        if all(c.upstream.protocol is not client for c in candidates):
+            # every attempt is translated: the client's bytes are not needed any more, so a large body is
+            # held as its parsed text plus the translated body, not three times (issue 23, 3(e))
+            cr.raw = b""
+            flow.request.content = b""
         single = len(candidates) == 1 and len(candidates[0].upstream.keys) <= 1
         if override or not self.relay.port or (single and cr.stream and _plain_http1(flow)):
             # mitmproxy forwards the flow itself: a replayed flow (to the Replayer's own server), no running

@@ -12,6 +12,7 @@ from pydantic import ValidationError
 
 from dragoman.errors import ClientRequestError
 from dragoman.errors import UpstreamProtocolError
+from dragoman.protocols import _bigjson
 
 if TYPE_CHECKING:
     from dragoman.ir.common import ErrorInfo
@@ -45,7 +46,7 @@ def describe_validation_error(e: ValidationError, limit: int = 3) -> str:
 
 def parse_client_json(body: bytes) -> dict[str, Any]:
     try:
-        obj = orjson.loads(body)
+        obj = _bigjson.loads(body)  # orjson.loads, without its own copy of a large body's long strings
     except orjson.JSONDecodeError as e:
         raise ClientRequestError(f"request body is not valid JSON: {e}") from e
     if not isinstance(obj, dict):

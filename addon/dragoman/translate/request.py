@@ -28,6 +28,7 @@ from dragoman.translate.tokens import estimate_input_tokens
 class ClientRequest:
     """The client's request, decoded once."""
 
+    #: the client's bytes; emptied by the addon once no attempt can pass them on untouched (identity plan)
     raw: bytes
     obj: dict[str, Any]
     request: Request  # IR; ``request.model`` is set per attempt
