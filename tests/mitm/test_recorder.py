@@ -82,6 +82,7 @@ def finish(rec, tr, flow):
     rec.before.response(flow)
     tr.response(flow)
     rec.response(flow)
+    rec.wait()  # the writer thread has written it
 
 
 def recorded(tmp_path) -> list[Exchange]:
@@ -171,6 +172,7 @@ def test_error_mid_stream_is_recorded_as_truncated(chain, tmp_path):
     flow.error = tflow.terr("connection closed")
     tr.error(flow)
     rec.error(flow)
+    rec.wait()
     (ex,) = recorded(tmp_path)
     assert ex.error == "connection closed" and ex.upstream_response.truncated
     assert ex.upstream_response.body.raw() == b"".join(events)
@@ -261,3 +263,29 @@ def test_saved_flows_carry_the_client_body_and_upstream_chunks(tmp_path):
         assert flow.response.raw_content == out
         assert flow.metadata[UPSTREAM_CHUNKS_KEY] == events
         assert not list(tmp_path.glob("*.json"))  # -w alone records no exchange files
+
+
+def test_a_stream_goes_to_disk_as_it_arrives_not_into_memory(chain, tmp_path):
+    rec, tr, _ = chain
+    flow = client_flow()
+    run_request(rec, tr, flow)
+    events = fu.chat_reply("text", "claude-x", True, True).events
+    flow.response = http.Response.make(200, b"", {"content-type": "text/event-stream"})
+    flow.response.raw_content = None
+    rec.before.responseheaders(flow)
+    tr.responseheaders(flow)
+    rec.responseheaders(flow)
+    p = rec.pending[flow.id]
+    assert p.up.memory is None and p.client.memory is None  # no copy of the body is kept
+    for ev in events[:3]:
+        flow.response.stream(ev)
+    p.up._file.flush()
+    on_disk, sent = p.up.path.read_bytes(), b"".join(events[:3])
+    # on disk already, mid-stream (but the last bytes, which could start a secret, held back for the mask)
+    assert sent.startswith(on_disk) and len(sent) - len(on_disk) < 64 < len(on_disk)
+    for ev in [*events[3:], b""]:
+        flow.response.stream(ev)
+    finish(rec, tr, flow)
+    assert [f.name for f in (tmp_path / "rec" / "s").iterdir()] == ["001-anthropic-to-openai-chat-claude-x.json"]
+    (ex,) = recorded(tmp_path)
+    assert [c for c, _ in ex.upstream_response.chunk_bytes()] == events

@@ -8,7 +8,10 @@ It has two halves because it must see a flow on both sides of ``Translate`` (hoo
   Translate installed so it sees the raw upstream chunks (with arrival times) and what the client got,
   and writes the exchange in ``response``/``error``.
 
-Secrets are redacted (``dragoman.record.redact``). A write failure is logged as an ERROR and then, like
+Secrets are redacted (``dragoman.record.redact``). A streamed body goes to a spool file as it arrives
+(secrets masked on the way in), never into memory, and each exchange is serialised and written on one
+background thread (``record_writer``), so a long stream neither grows mitmdump nor holds up other flows
+(``record_spool``, ``make bench-record``). A write failure is logged as an ERROR and then, like
 mitmproxy's own ``save.py``, ends mitmdump (exit code 1): traffic that the user asked to record must not
 go through unrecorded.
 
@@ -23,8 +26,6 @@ import logging
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
-from dataclasses import field
 from datetime import UTC
 from datetime import datetime
 from pathlib import Path
@@ -36,52 +37,20 @@ from mitmproxy import http
 
 from dragoman.mitm import store
 from dragoman.mitm.flowstate import METADATA_KEY
+from dragoman.mitm.record_build import Pending
+from dragoman.mitm.record_build import build_exchange
+from dragoman.mitm.record_build import headers_of
+from dragoman.mitm.record_build import redactor_for
+from dragoman.mitm.record_build import snapshot_request
+from dragoman.mitm.record_build import write_exchange
+from dragoman.mitm.record_spool import BodySpool
+from dragoman.mitm.record_spool import ChunkLog
+from dragoman.mitm.record_writer import RecordWriter
 from dragoman.protocols import detect
-from dragoman.record.model import Body
-from dragoman.record.model import Exchange
-from dragoman.record.model import HttpRequest
-from dragoman.record.model import HttpResponse
-from dragoman.record.redact import Redactor
 
 logger = logging.getLogger(__name__)
 
 UPSTREAM_CHUNKS_KEY = "dragoman_upstream_chunks"
-
-
-@dataclass(slots=True)
-class _Pending:
-    """What is known about one flow so far."""
-
-    seq: int
-    started: str
-    client_protocol: str
-    client_request: HttpRequest
-    upstream_request: HttpRequest | None = None
-    upstream_status: int | None = None
-    upstream_reason: str = ""
-    upstream_version: str = "HTTP/1.1"
-    upstream_headers: list[tuple[str, str]] = field(default_factory=list)
-    headers_delay: float = 0.0
-    t_headers: float = 0.0
-    #: raw upstream chunks and their arrival (seconds after the headers); None: not streamed
-    chunks: list[tuple[bytes, float]] | None = None
-    client_out: bytearray | None = None
-    upstream_body: bytes | None = None
-    ended: bool = False
-
-
-def _headers(h: http.Headers) -> list[tuple[str, str]]:
-    return [(k, v) for k, v in h.items(multi=True)]
-
-
-def _snapshot_request(req: http.Request, parse_json: bool = True) -> HttpRequest:
-    return HttpRequest(
-        method=req.method,
-        url=req.pretty_url,
-        http_version=req.http_version,
-        headers=_headers(req.headers),
-        body=Body.of(req.get_content(strict=False), parse_json=parse_json),
-    )
 
 
 class RecorderBefore:
@@ -98,11 +67,11 @@ class RecorderBefore:
         if protocol is None:
             return
         rec.seq += 1
-        rec.pending[flow.id] = _Pending(
+        rec.pending[flow.id] = Pending(
             seq=rec.seq,
             started=datetime.now(UTC).isoformat(timespec="milliseconds"),
             client_protocol=protocol.value,
-            client_request=_snapshot_request(flow.request),
+            client_request=snapshot_request(flow.request),
         )
 
     def responseheaders(self, flow: http.HTTPFlow) -> None:
@@ -113,14 +82,14 @@ class RecorderBefore:
         p.upstream_status = resp.status_code
         p.upstream_reason = resp.reason
         p.upstream_version = resp.http_version
-        p.upstream_headers = _headers(resp.headers)
+        p.upstream_headers = headers_of(resp.headers)
         p.t_headers = time.monotonic()
         if resp.timestamp_start and flow.request.timestamp_end:
             p.headers_delay = max(0.0, resp.timestamp_start - flow.request.timestamp_end)
 
     def response(self, flow: http.HTTPFlow) -> None:
         p = self.owner.pending.get(flow.id)
-        if p is None or flow.response is None or p.chunks is not None:
+        if p is None or flow.response is None or p.up is not None:
             return
         if p.upstream_status is not None:
             p.upstream_body = flow.response.raw_content or b""
@@ -135,9 +104,10 @@ class Recorder:
         self.session_dir: Path | None = None
         self.session_name = ""
         self.redact_names: list[str] = []
-        self.pending: dict[str, _Pending] = {}
+        self.pending: dict[str, Pending] = {}
         self.seq = 0
         self.written = 0
+        self.writer = RecordWriter(self._write_failed)
 
     @property
     def active(self) -> bool:
@@ -204,7 +174,7 @@ class Recorder:
         p = self.pending.get(flow.id)
         if p is None or flow.response is not None:
             return
-        p.upstream_request = _snapshot_request(flow.request)
+        p.upstream_request = snapshot_request(flow.request)
 
     def responseheaders(self, flow: http.HTTPFlow) -> None:
         p = self.pending.get(flow.id)
@@ -213,29 +183,45 @@ class Recorder:
         inner = flow.response.stream
         if not inner:
             return
-        p.chunks = []
-        p.client_out = bytearray()
+        red = redactor_for(p, self.redact_names)  # every secret known before the first chunk is masked in it
+        folder = self._session_dir() if self.root is not None else None
+        saving = self._saving()
+
+        def spool(side: str) -> Path | None:
+            return folder / f".spool-{p.seq:03d}-{flow.id}.{side}" if folder is not None else None
+
+        try:
+            p.up = BodySpool(spool("up"), red.mask())
+            p.client = BodySpool(spool("client"), red.mask(), keep=saving)
+            p.log = ChunkLog(spool("chunks"))
+        except OSError as e:
+            p.discard()
+            self._write_failed(e)
+            return
+        p.saved_chunks = [] if saving else None
         flow.response.stream = self._tee(p, inner)
 
     @staticmethod
-    def _tee(p: _Pending, inner: Any):
-        chunks = p.chunks
-        client_out = p.client_out
-        assert chunks is not None and client_out is not None
+    def _tee(p: Pending, inner: Any):
+        up, client, log, saved = p.up, p.client, p.log, p.saved_chunks
+        assert up is not None and client is not None and log is not None
         t0 = p.t_headers or time.monotonic()
 
         def on_chunk(data: bytes) -> Any:
             if data:
-                chunks.append((data, time.monotonic() - t0))
+                log.add(up.size, time.monotonic() - t0)
+                up.write(data)
+                if saved is not None:
+                    saved.append(data)
             else:
                 p.ended = True
             out = data if inner is True else inner(data)
             if isinstance(out, (bytes, bytearray)):
-                client_out.extend(out)
+                client.write(bytes(out))
             elif out:
                 out = list(out)
                 for piece in out:
-                    client_out.extend(piece)
+                    client.write(piece)
             return out
 
         return on_chunk
@@ -244,15 +230,15 @@ class Recorder:
         p = self.pending.pop(flow.id, None)
         if p is None:
             return
-        if p.chunks is not None and flow.response is not None and self._saving():
+        if p.saved_chunks is not None and flow.response is not None:
             # -w: make the saved flow carry both sides of the streamed response
-            if flow.response.raw_content is None:
-                flow.response.raw_content = bytes(p.client_out or b"")
-            flow.metadata[UPSTREAM_CHUNKS_KEY] = [c for c, _ in p.chunks]
+            if flow.response.raw_content is None and p.client is not None:
+                flow.response.raw_content = bytes(p.client.memory or b"")
+            flow.metadata[UPSTREAM_CHUNKS_KEY] = p.saved_chunks
         if (flow.metadata.get(METADATA_KEY) or {}).get("attempts"):
             # routed: Translate's response hook has put the answering attempt's request back on the flow
             # (a relayed flow went to 127.0.0.1 first)
-            p.upstream_request = _snapshot_request(flow.request)
+            p.upstream_request = snapshot_request(flow.request)
         self._finish(flow, p, None)
 
     def error(self, flow: http.HTTPFlow) -> None:
@@ -262,103 +248,45 @@ class Recorder:
         self._finish(flow, p, flow.error.msg if flow.error else "unknown error")
 
     def done(self) -> None:
+        self.writer.close()
+        for p in self.pending.values():
+            p.discard()
         self.pending.clear()
+
+    def wait(self) -> None:
+        """Until every exchange handed to the writer thread is on disk (tests; ``done`` at shutdown)."""
+        self.writer.wait()
 
     # -- writing
 
-    def _finish(self, flow: http.HTTPFlow, p: _Pending, error: str | None) -> None:
-        if self.root is None:
-            return
-        ex, red = self._exchange(flow, p, error)
-        try:
-            self._write(ex, red)
-        except OSError as e:
-            # mitmproxy save.py's policy: never let traffic through unrecorded; crash visibly.
-            logger.error("cannot write the recording of flow %s to %s: %s; stopping", flow.id, self.root, e)
-            sys.stderr.write(f"Dragoman: cannot write the recording to {self.root}: {e}\n")
-            sys.exit(1)
-
-    def _exchange(self, flow: http.HTTPFlow, p: _Pending, error: str | None) -> tuple[Exchange, Redactor]:
-        red = Redactor(self.redact_names)
-        meta = flow.metadata.get(METADATA_KEY) or {}
-        client_protocol = meta.get("client") or p.client_protocol
-        client_req = self._redact_request(red, p.client_request)
-        upstream_req = self._redact_request(red, p.upstream_request) if p.upstream_request else None
-        upstream_resp = None
-        if p.upstream_status is not None:
-            if p.chunks is not None:
-                raw = b"".join(c for c, _ in p.chunks)
-                offsets, pos = [], 0
-                for c, t in p.chunks:
-                    offsets.append((pos, round(t, 6)))
-                    pos += len(c)
-                chunks: list[tuple[int, float]] | None = offsets
-            else:
-                raw = p.upstream_body or b""
-                chunks = None
-            upstream_resp = HttpResponse(
-                status=p.upstream_status,
-                reason=p.upstream_reason,
-                http_version=p.upstream_version,
-                headers=red.headers(p.upstream_headers),
-                body=Body.of(red.body_bytes(raw)),
-                headers_delay=round(p.headers_delay, 6),
-                chunks=chunks,
-                truncated=error is not None or (p.chunks is not None and not p.ended),
-            )
-        client_resp = None
-        if flow.response is not None:
-            resp = flow.response
-            body = bytes(p.client_out) if p.client_out is not None else (resp.raw_content or b"")
-            client_resp = HttpResponse(
-                status=resp.status_code,
-                reason=resp.reason,
-                http_version=resp.http_version,
-                headers=red.headers(_headers(resp.headers)),
-                body=Body.of(red.body_bytes(body)),
-            )
-        upstream_protocol = meta.get("target") or client_protocol
-        ex = Exchange(
-            seq=p.seq,
-            started=p.started,
-            flow_id=flow.id,
-            client_protocol=client_protocol,
-            upstream_protocol=upstream_protocol,
-            client_model=meta.get("client_model"),
-            upstream_model=meta.get("upstream_model"),
-            stream=bool(meta.get("stream", False)) or p.chunks is not None,
-            dropped=list(meta.get("dropped") or []),
-            client_request=client_req,
-            upstream_request=upstream_req,
-            upstream_response=upstream_resp,
-            client_response=client_resp,
-            error=error,
-            route=meta.get("route"),
-            upstream=meta.get("upstream"),
-            attempts=meta.get("attempts"),
-            client_name=meta.get("client_name"),
-        )
-        return ex, red
-
-    @staticmethod
-    def _redact_request(red: Redactor, req: HttpRequest) -> HttpRequest:
-        headers = red.headers(req.headers)
-        url = red.url(req.url)
-        body = req.body
-        if body.json_ is not None:
-            body = Body(json=red.json(body.json_))
-        elif body.text:
-            parsed = body.parsed()
-            body = Body(json=red.json(parsed)) if parsed is not None else Body.of(red.body_bytes(body.raw()))
-        return req.model_copy(update={"headers": headers, "url": url, "body": body})
-
-    def _write(self, ex: Exchange, red: Redactor) -> Path:
+    def _session_dir(self) -> Path:
         assert self.root is not None
         if self.session_dir is None:
             self.session_dir = store.new_session_dir(self.root, self.session_name)
+            self.session_dir.mkdir(parents=True, exist_ok=True)
+        return self.session_dir
+
+    def _finish(self, flow: http.HTTPFlow, p: Pending, error: str | None) -> None:
+        if self.root is None:
+            p.discard()
+            return
+        try:
+            ex, red, sp = build_exchange(flow, p, error, self.redact_names)
+        except Exception:
+            p.discard()
+            raise
         name = store.exchange_filename(ex.seq, ex.client_protocol, "to", ex.upstream_protocol, ex.upstream_model)
-        path = self.session_dir / name
-        store.write_atomic(path, red.text(ex.to_json()))
-        self.written += 1
-        logger.debug("recorded %s", path)
-        return path
+        path = self._session_dir() / name
+
+        def job() -> None:
+            write_exchange(path, ex, red, sp)
+            self.written += 1
+            logger.debug("recorded %s", path)
+
+        self.writer.submit(job)
+
+    def _write_failed(self, e: OSError) -> None:
+        # mitmproxy save.py's policy: never let traffic through unrecorded; crash visibly.
+        logger.error("cannot write a recording to %s: %s; stopping", self.root, e)
+        sys.stderr.write(f"Dragoman: cannot write the recording to {self.root}: {e}\n")
+        sys.exit(1)

@@ -7,6 +7,7 @@ import logging
 import os
 import re
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 from dragoman.record.model import Exchange
@@ -25,13 +26,18 @@ def exchange_filename(seq: int, *slug_parts: str | None) -> str:
     return f"{seq:03d}-{slug(*slug_parts)}.json"
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so that readers see the old file or the whole new one, never a part."""
+def write_atomic(path: Path, text: str | Iterable[str]) -> None:
+    """Write ``text`` (or its pieces, in order) to ``path`` so that readers see the old file or the whole new
+    one, never a part."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+            if isinstance(text, str):
+                f.write(text)
+            else:
+                for piece in text:
+                    f.write(piece)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
