@@ -12,6 +12,9 @@ from dragoman.cli import _redact
 from dragoman.cli import _run_parser
 from dragoman.cli import build_mitmdump_argv
 
+#: dragoman_replay_max_mb's default (the CLI lists what mitmdump will load)
+REPLAY_MAX_MB = 512
+
 
 def dead_port() -> int:
     """A 127.0.0.1 port nothing listens on (bound by us, then released): replay's reverse-mode target, so a
@@ -69,14 +72,16 @@ def describe_replay(path: str | Path, speed: str, port: int, unmatched: str) -> 
 
     root = Path(path).expanduser()
     try:
-        loaded = store.load_exchanges(root)
+        loaded, notes = store.load_playable(root, REPLAY_MAX_MB << 20)
     except (OSError, ValueError) as e:
         raise SystemExit(f"dragoman replay: cannot load {path}: {e}") from None
     playable = [(p, ex) for p, ex in loaded if ex.upstream_response is not None or ex.error is not None]
     if not playable:
-        raise SystemExit(f"dragoman replay: no recorded exchange in {path}")
+        why = "".join(f"\n  {n}" for n in notes[:20])
+        raise SystemExit(f"dragoman replay: no recorded exchange in {path}{why}")
     sessions = sorted({p.parent.name for p, _ in playable})
     lines = [f"Dragoman replay: {path}: {len(playable)} recorded exchanges loaded ({len(sessions)} session(s))"]
+    lines += [f"  {n}" for n in notes[:20]]
     for p, ex in playable[:50]:
         resp = ex.upstream_response
         what = f"{resp.status}" if resp is not None else f"connection failure ({ex.error})"

@@ -31,6 +31,7 @@ from mitmproxy import http
 
 from dragoman.ir.common import ErrorInfo
 from dragoman.ir.common import ErrorKind
+from dragoman.logsafe import logsafe
 from dragoman.mitm import store
 from dragoman.mitm.flowstate import TARGET_OVERRIDE_KEY
 from dragoman.protocols import detect
@@ -200,6 +201,13 @@ class Replayer:
             "top, e.g. metadata.user_id). Setting this option replaces the default list.",
         )
         loader.add_option(
+            "dragoman_replay_max_mb",
+            int,
+            512,
+            "The largest recording file replay loads, in MiB; a larger one is refused (named in the log) and the "
+            "others still replay.",
+        )
+        loader.add_option(
             "dragoman_replay_unmatched",
             str,
             "error",
@@ -221,19 +229,26 @@ class Replayer:
                     f"Invalid dragoman_replay_unmatched {value!r}: choose one of {', '.join(UNMATCHED)}"
                 )
             self.unmatched = value
-        if updated & {"dragoman_replay", "dragoman_replay_ignore", "dragoman_redact"}:
+        if "dragoman_replay_max_mb" in updated and ctx.options.dragoman_replay_max_mb <= 0:
+            raise exceptions.OptionsError("Invalid dragoman_replay_max_mb: a number of MiB > 0")
+        if updated & {"dragoman_replay", "dragoman_replay_ignore", "dragoman_redact", "dragoman_replay_max_mb"}:
             value = ctx.options.dragoman_replay.strip()
             if not value:
                 self.index = None
                 return
             path = Path(value).expanduser()
             try:
-                loaded = store.load_exchanges(path)
+                loaded, notes = store.load_playable(path, int(ctx.options.dragoman_replay_max_mb) << 20)
             except (OSError, ValueError) as e:
                 raise exceptions.OptionsError(f"Cannot load dragoman_replay {value!r}: {e}") from e
+            for note in notes:  # a refused or fixed recording, named (the others still replay)
+                logger.warning("replay: %s", logsafe(note))
             entries = [_Entry(p, ex) for p, ex in loaded if ex.upstream_response is not None or ex.error is not None]
             if not entries:
-                raise exceptions.OptionsError(f"Cannot load dragoman_replay {value!r}: no recorded exchanges found")
+                why = "; ".join(n for n in notes if ": refused: " in n)[:2000]
+                raise exceptions.OptionsError(
+                    f"Cannot load dragoman_replay {value!r}: no recorded exchanges found" + (f" ({why})" if why else "")
+                )
             redact = list(getattr(ctx.options, "dragoman_redact", []) or [])
             self.index = ReplayIndex(entries, ctx.options.dragoman_replay_ignore, redact)
             self.source = path.name

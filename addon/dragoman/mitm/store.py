@@ -89,3 +89,38 @@ def load_exchanges(path: Path) -> list[tuple[Path, Exchange]]:
         except ValueError as e:
             raise ValueError(f"{f} is not a valid exchange recording: {e}") from e
     return out
+
+
+def load_playable(path: Path, max_bytes: int) -> tuple[list[tuple[Path, Exchange]], list[str]]:
+    """The exchanges under ``path`` that can be replayed, made safe (``record.validate.playable``), and one
+    message per file refused or fixed, naming it. A file over ``max_bytes`` is refused unread. Raises
+    ``ValueError`` only when ``path`` does not exist."""
+    from dragoman.record.validate import playable
+
+    if path.is_file():
+        files = [path]
+    elif path.is_dir():
+        files = sorted(p for p in path.rglob("*.json") if not p.name.startswith("."))
+    else:
+        raise ValueError(f"{path} does not exist")
+    out, notes = [], []
+    for f in files:
+        try:
+            size = f.stat().st_size
+            if size > max_bytes:
+                raise ValueError(f"{size / 2**20:.1f} MiB, over the replay limit of {max_bytes / 2**20:g} MiB")
+            data = f.read_bytes()
+            if b'"schema_version"' not in data[:200]:
+                logger.debug("skipping %s: not an exchange recording", f)
+                continue
+            try:
+                ex = Exchange.from_json(data)
+            except ValueError as e:
+                raise ValueError(f"not a valid exchange recording: {e}") from None
+            ex, fixed = playable(ex)
+        except (OSError, ValueError) as e:
+            notes.append(f"{f}: refused: {e}")
+            continue
+        notes += [f"{f}: {w}" for w in fixed]
+        out.append((f, ex))
+    return out, notes
