@@ -151,6 +151,7 @@ def test_no_per_flow_state_survives_2000_sequential_flows(tmp_path):
             assert not rec.pending, f"flow {i} ({ending}) left a Recorder pending entry"
             refs.append(weakref.ref(f))
             del f
+        rec.wait()  # the Recorder writes on its own thread
         assert rec.written == N_FLOWS, rec.written  # every flow was recorded (the Recorder was live)
     gc.collect()
     alive = sum(1 for r in refs if r() is not None)

@@ -28,6 +28,7 @@ from dragoman.ledger.record import DEFAULT_GROUP_BY
 from dragoman.ledger.record import Row
 from dragoman.ledger.record import UsageRecord
 from dragoman.ledger.record import check_group_by
+from dragoman.logsafe import logsafe
 
 logger = logging.getLogger(__name__)
 
@@ -247,7 +248,10 @@ class QueuedLedger(Ledger):
                     first = not self._malformed_logged
                     self._malformed_logged = True
                 log = logger.error if first else logger.debug
-                log("usage ledger: a malformed usage record is not counted (the next are counted silently): %s", e)
+                log(
+                    "usage ledger: a malformed usage record is not counted (the next are counted silently): %s",
+                    logsafe(e),
+                )
         if not good:
             return
         try:

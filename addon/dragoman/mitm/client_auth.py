@@ -30,6 +30,7 @@ from mitmproxy.proxy import mode_specs
 
 from dragoman.ir.common import ErrorInfo
 from dragoman.ir.common import ErrorKind
+from dragoman.logsafe import logsafe
 from dragoman.mitm import hosts
 from dragoman.mitm.outbound import AUTH_HEADERS
 from dragoman.mitm.outbound import client_key
@@ -156,7 +157,7 @@ class ClientAuth:
             if not allowed(client, model, route):
                 self._deny(flow, shape, 403, ErrorKind.PERMISSION, f"client {client.name} may not use model {model!r}")
                 return
-        logger.debug("flow %s: client %s", flow.id, client.name)
+        logger.debug("flow %s: client %s", flow.id, logsafe(client.name))
 
     def _model_and_route(self, flow: http.HTTPFlow) -> tuple[str | None, str | None]:
         if flow.request.method != "POST":
@@ -180,5 +181,10 @@ class ClientAuth:
         flow.response = http.Response.make(status, error_body(info, shape), {"content-type": "application/json"})
         flow.metadata[CLIENT_METADATA_KEY] = f"denied ({status})"
         logger.warning(
-            "flow %s: %s %s refused with %d: %s", flow.id, flow.request.method, flow.request.path, status, message
+            "flow %s: %s %s refused with %d: %s",
+            flow.id,
+            logsafe(flow.request.method),
+            logsafe(flow.request.path),
+            status,
+            logsafe(message),
         )

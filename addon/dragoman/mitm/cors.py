@@ -48,6 +48,7 @@ from mitmproxy import http
 
 from dragoman.ir.common import ErrorInfo
 from dragoman.ir.common import ErrorKind
+from dragoman.logsafe import logsafe
 from dragoman.mitm import hosts
 from dragoman.mitm.client_auth import guarded
 from dragoman.protocols import Protocol
@@ -262,8 +263,8 @@ class Cors:
             "flow %s: %s %s from browser origin %r refused (403): Dragoman holds upstream keys, no client keys "
             "and no %s",
             flow.id,
-            flow.request.method,
-            flow.request.path,
+            logsafe(flow.request.method),
+            logsafe(flow.request.path),
             origin,
             OPTION,
         )
@@ -302,7 +303,11 @@ class Cors:
         )
         flow.metadata[METADATA_KEY] = "refused"
         logger.warning(
-            "flow %s: %s %s from origin %r refused (403)", flow.id, flow.request.method, flow.request.path, origin
+            "flow %s: %s %s from origin %r refused (403)",
+            flow.id,
+            logsafe(flow.request.method),
+            logsafe(flow.request.path),
+            origin,
         )
 
 

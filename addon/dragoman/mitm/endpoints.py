@@ -30,6 +30,7 @@ from mitmproxy import optmanager
 
 from dragoman.ir.common import ErrorInfo
 from dragoman.ir.common import ErrorKind
+from dragoman.logsafe import logsafe
 from dragoman.mitm import hosts
 from dragoman.mitm.inbound import mask_headers
 from dragoman.mitm.inbound import mask_whole
@@ -233,7 +234,9 @@ class Endpoints:
             connection="close",
         )
         logger.info(
-            "flow %s: WebSocket upgrade on %s refused (426): the client falls back to HTTP", flow.id, flow.request.path
+            "flow %s: WebSocket upgrade on %s refused (426): the client falls back to HTTP",
+            flow.id,
+            logsafe(flow.request.path),
         )
 
     def _models(self, flow: http.HTTPFlow, model_id: str | None) -> None:

@@ -13,6 +13,7 @@ from mitmproxy.net.http import status_codes
 from dragoman.errors import TranslationError
 from dragoman.ir.common import ErrorInfo
 from dragoman.ir.common import ErrorKind
+from dragoman.logsafe import logsafe
 from dragoman.mitm.faults import deliver_error_answer
 from dragoman.mitm.faults import deliver_final_frame
 from dragoman.mitm.flowstate import FlowState
@@ -146,7 +147,7 @@ def final_error_frame(flow: http.HTTPFlow, state: FlowState, message: str, timed
     logger.warning(
         "flow %s: %s after %d bytes to the client; ended the client's stream with an error event",
         flow.id,
-        "idle timeout" if timed_out else f"connection failed mid-stream ({message})",
+        "idle timeout" if timed_out else f"connection failed mid-stream ({logsafe(message)})",
         state.sent,
     )
     return True
@@ -164,7 +165,7 @@ def error_answer(flow: http.HTTPFlow, state: FlowState, message: str) -> bool:
         return False
     if not deliver_error_answer(flow, 502, body):
         return False
-    logger.warning("flow %s: connection failed (%s); answered 502 with a JSON error", flow.id, message)
+    logger.warning("flow %s: connection failed (%s); answered 502 with a JSON error", flow.id, logsafe(message))
     return True
 
 
@@ -195,7 +196,7 @@ def translate_whole(flow: http.HTTPFlow, state: FlowState) -> None:
             )
             out = translator.feed(body) + translator.close()
     except TranslationError as e:
-        logger.warning("flow %s: upstream response could not be translated: %s", flow.id, e)
+        logger.warning("flow %s: upstream response could not be translated: %s", flow.id, logsafe(e))
         info = e.to_error_info()
         status, out, content_type = info.http_status, error_body(info, plan.client), JSON_CT
     except Exception as e:  # noqa: BLE001
@@ -252,8 +253,8 @@ def log_done(flow: http.HTTPFlow, state: FlowState, status: int) -> None:
         flow.id,
         plan.client.value,
         plan.upstream.value,
-        via,
-        model,
+        logsafe(via),
+        logsafe(model),
         status,
         how,
         tries,
@@ -264,5 +265,7 @@ def log_done(flow: http.HTTPFlow, state: FlowState, status: int) -> None:
 def log_dropped(flow: http.HTTPFlow, state: FlowState) -> None:
     if state.ctx.dropped.fields:
         logger.warning(
-            "flow %s: dropped (not carried to the other protocol): %s", flow.id, ", ".join(state.ctx.dropped.fields)
+            "flow %s: dropped (not carried to the other protocol): %s",
+            flow.id,
+            logsafe(", ".join(state.ctx.dropped.fields), 2000),
         )

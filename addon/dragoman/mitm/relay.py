@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from dataclasses import field
 from http import HTTPStatus
 
+from dragoman.logsafe import logsafe
 from dragoman.mitm import http1
 from dragoman.mitm.keymask import KeyMask
 from dragoman.mitm.upstream_http import ERROR_BODY_LIMIT
@@ -232,18 +233,23 @@ class Relay:
         what = f"status {status}" if status is not None else "no answer"
         if cls is None:
             logger.info(
-                "flow %s: attempt %d %s: %s in %.3f s", job.flow_id, att.number, att.label(), what, outcome.seconds
+                "flow %s: attempt %d %s: %s in %.3f s",
+                job.flow_id,
+                att.number,
+                logsafe(att.label()),
+                what,
+                outcome.seconds,
             )
         else:
             logger.info(
                 "flow %s: attempt %d %s: %s, %s-bound in %.3f s%s",
                 job.flow_id,
                 att.number,
-                att.label(),
+                logsafe(att.label()),
                 what,
                 cls.value,
                 outcome.seconds,
-                f" ({detail})" if detail else "",
+                f" ({logsafe(detail)})" if detail else "",
             )
 
     async def _deliver(self, job: RelayJob, resp: UpstreamResponse, writer: asyncio.StreamWriter) -> None:

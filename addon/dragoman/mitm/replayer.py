@@ -158,7 +158,9 @@ class ReplayerBefore:
         token = secrets.token_hex(12)
         rp.tokens[token] = ex
         rp.flow_tokens[flow.id] = token
-        logger.info("flow %s: replaying %s (%s match, upstream %s)", flow.id, entry.path.name, how, upstream)
+        logger.info(
+            "flow %s: replaying %s (%s match, upstream %s)", flow.id, logsafe(entry.path.name), how, logsafe(upstream)
+        )
 
 
 class Replayer:

@@ -13,6 +13,7 @@ import logging
 import os
 from pathlib import Path
 
+from dragoman.logsafe import logsafe
 from dragoman.mitm import profile_log
 from dragoman.routing.load import ConfigError
 from dragoman.routing.load import load_config
@@ -92,7 +93,7 @@ class Routing:
         try:
             config = read_config(path)
         except ConfigError as e:
-            logger.error("routes file changed but cannot be used, the previous routes keep serving: %s", e)
+            logger.error("routes file changed but cannot be used, the previous routes keep serving: %s", logsafe(e))
             return False
         self.install(config, path)
         logger.info("routes file %s reloaded: %d route(s)", path, len(config.routes))

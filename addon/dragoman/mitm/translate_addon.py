@@ -23,6 +23,7 @@ from mitmproxy import http
 from dragoman.errors import TranslationError
 from dragoman.ir.common import ErrorInfo
 from dragoman.ir.common import ErrorKind
+from dragoman.logsafe import logsafe
 from dragoman.mitm import hosts
 from dragoman.mitm import inbound
 from dragoman.mitm import outbound
@@ -278,10 +279,10 @@ class Translate(TranslateConfig):
                 "flow %s: connection failed mid-stream after %d bytes to the client (%s); the client's stream is cut off",
                 flow.id,
                 state.sent,
-                message,
+                logsafe(message),
             )
         else:
-            logger.warning("flow %s: connection failed (%s)", flow.id, message)
+            logger.warning("flow %s: connection failed (%s)", flow.id, logsafe(message))
         flow.metadata[METADATA_KEY] = state.metadata()
         inbound.log_dropped(flow, state)
         self.usage.record(flow, state, flow.response.status_code if flow.response else 502, failed=True)
@@ -332,7 +333,7 @@ class Translate(TranslateConfig):
         """Answer the client ourselves with an error in its own protocol; nothing is forwarded."""
         status = info.http_status
         flow.response = http.Response.make(status, error_body(info, client), {"content-type": JSON_CT})
-        logger.warning("flow %s: %s request rejected with %d: %s", flow.id, client.value, status, info.message)
+        logger.warning("flow %s: %s request rejected with %d: %s", flow.id, client.value, status, logsafe(info.message))
 
 
 def _plain_http1(flow: http.HTTPFlow) -> bool:

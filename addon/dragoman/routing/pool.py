@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 
+from dragoman.logsafe import logsafe
 from dragoman.routing.spec import KeyRef
 
 logger = logging.getLogger(__name__)
@@ -47,11 +48,11 @@ class KeyPool:
         if fresh:
             logger.warning(
                 "upstream %s: key %d (%s) rests for %.0f s: %s",
-                self.upstream,
+                logsafe(self.upstream),
                 index,
-                self.keys[index].label,
+                logsafe(self.keys[index].label),
                 seconds,
-                why,
+                logsafe(why),
             )
 
     def soonest(self, now: float) -> float | None:

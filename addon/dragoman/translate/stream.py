@@ -29,6 +29,7 @@ from dragoman.ir.common import ErrorInfo
 from dragoman.ir.common import ErrorKind
 from dragoman.ir.events import KEEPALIVE
 from dragoman.ir.events import StreamError
+from dragoman.logsafe import logsafe
 from dragoman.protocols.base import StreamDecoder
 from dragoman.protocols.base import StreamEncoder
 from dragoman.sse.capped import CappedSSEDecoder
@@ -174,7 +175,7 @@ class StreamTranslator:
             )
         if isinstance(e, TranslationError):
             info = e.to_error_info()
-            logger.warning("stream translation error: %s", e)
+            logger.warning("stream translation error: %s", logsafe(e))
             return info
         logger.exception("unexpected error in the stream translator")
         return ErrorInfo(

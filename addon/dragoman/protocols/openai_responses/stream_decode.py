@@ -30,6 +30,7 @@ from dragoman.ir.events import StreamEvent
 from dragoman.ir.events import TextDelta
 from dragoman.ir.events import ThinkingDelta
 from dragoman.ir.events import ToolArgsDelta
+from dragoman.logsafe import logsafe
 from dragoman.protocols._wire import describe_validation_error
 from dragoman.protocols.base import Context
 from dragoman.protocols.base import StreamDecoder
@@ -110,7 +111,7 @@ class ResponsesStreamDecoder(ItemState, StreamDecoder):
                     ):
                         phase = self.phase
                         if phase is Phase.DONE or phase is Phase.FAILED:
-                            logger.debug("ignoring Responses event %s after the terminal event", t)
+                            logger.debug("ignoring Responses event %s after the terminal event", logsafe(t))
                             return []
                         out: list[StreamEvent] = []
                         if phase is Phase.WAITING:
@@ -136,7 +137,7 @@ class ResponsesStreamDecoder(ItemState, StreamDecoder):
             raise UpstreamProtocolError(f"malformed Responses event {what}: {describe_validation_error(e)}") from e
         if self.phase is Phase.DONE or self.phase is Phase.FAILED:
             if ev.type != "response.failed":
-                logger.debug("ignoring Responses event %s after the terminal event", ev.type)
+                logger.debug("ignoring Responses event %s after the terminal event", logsafe(ev.type))
             return []
         out: list[StreamEvent] = []
         if type(ev) is LifecycleEvent:
@@ -228,7 +229,7 @@ class ResponsesStreamDecoder(ItemState, StreamDecoder):
             raise UpstreamProtocolError(f"unknown Responses event type {t!r} (phase {self.phase.value})")
         if t not in self._unknown_logged:
             self._unknown_logged.add(t)
-            logger.debug("skipping unknown Responses event type %s", t)
+            logger.debug("skipping unknown Responses event type %s", logsafe(t))
 
     # ---------------------------------------------------------- deltas / dones
 
