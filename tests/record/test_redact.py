@@ -121,3 +121,13 @@ def test_stream_mask_equals_body_bytes_over_every_split():
             out = m.feed(data[:cut]) + m.feed(data[cut:cut2]) + m.feed(data[cut2:]) + m.flush()
             assert out == want, (cut, cut2)
     assert Redactor().mask().feed(b"abc") == b"abc"
+
+
+def test_a_hostile_deep_body_does_not_recurse_without_bound():
+    deep: object = {"api_key": "sk-deep-SECRET-0123"}
+    for _ in range(5000):
+        deep = {"a": [deep]}
+    r = Redactor()
+    assert r.json(deep) is deep  # not walked that deep: no RecursionError
+    shallow = {"a": {"api_key": "sk-shallow-SECRET-01"}}
+    assert r.json(shallow) == {"a": {"api_key": REDACTED}}

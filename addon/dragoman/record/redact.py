@@ -39,6 +39,8 @@ REDACTED = "[REDACTED]"
 #: shorter values are not scrubbed elsewhere (they would match ordinary text)
 MIN_SECRET_LEN = 8
 MASK = "*"
+#: fields are looked for this many levels deep at most (a hostile request may nest thousands of levels)
+MAX_DEPTH = 256
 
 
 class Redactor:
@@ -92,7 +94,7 @@ class Redactor:
         changed; ``obj`` itself when nothing did)."""
         for path in self._paths:
             obj = _replace_path(obj, path)
-        return self._replace_names(obj)
+        return self._replace_names(obj, 0)
 
     def _secret_field(self, key: Any, value: Any) -> bool:
         if not isinstance(key, str):
@@ -102,7 +104,9 @@ class Redactor:
         scalar = isinstance(value, (str, int, float)) and not isinstance(value, bool)
         return scalar and value != "" and value != REDACTED and is_credential(key)
 
-    def _replace_names(self, obj: Any) -> Any:
+    def _replace_names(self, obj: Any, depth: int) -> Any:
+        if depth > MAX_DEPTH:
+            return obj  # a body this deep is recorded as text (``Body.of``); its known secrets are masked there
         if isinstance(obj, dict):
             out, changed = {}, False
             for k, v in obj.items():
@@ -111,11 +115,11 @@ class Redactor:
                         self._remember(v)
                     out[k], changed = REDACTED, changed or v != REDACTED
                 else:
-                    out[k] = self._replace_names(v)
+                    out[k] = self._replace_names(v, depth + 1)
                     changed = changed or out[k] is not v
             return out if changed else obj
         if isinstance(obj, list):
-            items = [self._replace_names(v) for v in obj]
+            items = [self._replace_names(v, depth + 1) for v in obj]
             return items if any(a is not b for a, b in zip(items, obj, strict=True)) else obj
         return obj
 
