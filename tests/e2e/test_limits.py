@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import http.client
 import json
+import time
 import zlib
 
 import brotli
@@ -246,7 +247,16 @@ def test_deep_tool_schema_is_400_and_recorded(capped, workdir, depth):
     assert kind == "invalid_request_error"
     assert "deep" in message or "depth" in message, message
     no_traceback(capped)
-    recorded = [p for p in (workdir / "rec").rglob("*") if p.is_file() and marker in p.read_text(errors="replace")]
+    deadline = time.monotonic() + 10  # the Recorder writes on its own thread, just after the answer
+    while True:
+        recorded = [
+            p
+            for p in (workdir / "rec").rglob("*.json")
+            if not p.name.startswith(".") and marker in p.read_text(errors="replace")
+        ]
+        if recorded or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
     assert recorded, f"no recording holds the deep request; log:\n{capped.log()[-2000:]}"
 
 
