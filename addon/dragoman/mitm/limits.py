@@ -24,6 +24,7 @@ from mitmproxy.utils import human
 
 from dragoman.ir.common import ErrorInfo
 from dragoman.ir.common import ErrorKind
+from dragoman.logsafe import logsafe
 from dragoman.mitm import hosts
 from dragoman.mitm import outbound
 from dragoman.mitm.inflate import BadEncoding
@@ -127,7 +128,7 @@ class BodyGate:
         info = ErrorInfo(kind=kind, message=message, status=status)
         flow.response = http.Response.make(status, error_body(info, shape), {"content-type": JSON_CT})
         flow.metadata[REFUSED_KEY] = status
-        logger.warning("flow %s: %s request refused with %d: %s", flow.id, shape.value, status, message)
+        logger.warning("flow %s: %s request refused with %d: %s", flow.id, shape.value, status, logsafe(message))
 
     def _refuse_unread(self, flow: http.HTTPFlow, shape: Protocol, message: str) -> None:
         """413 before the body is read: the relay answers it, the body streams into ``_discard``."""
@@ -145,4 +146,6 @@ class BodyGate:
         req.headers["content-length"] = "0"
         req.stream = _discard
         flow.metadata[REFUSED_KEY] = 413
-        logger.warning("flow %s: %s request refused with 413 before its body: %s", flow.id, shape.value, info.message)
+        logger.warning(
+            "flow %s: %s request refused with 413 before its body: %s", flow.id, shape.value, logsafe(info.message)
+        )
