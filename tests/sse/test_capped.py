@@ -112,3 +112,15 @@ def test_buffer_never_grows_beyond_the_cap_plus_one_chunk():
 def test_a_cap_must_be_positive():
     with pytest.raises(ValueError):
         CappedSSEDecoder(0)
+
+
+@pytest.mark.parametrize("eol", [b"\r\n", b"\r"], ids=["crlf", "cr"])
+def test_other_line_ends_same_rule(eol):
+    ok = (b"data: first\n\n" + b"data: " + b"y" * 900 + b"\n\ndata: after\n\n").replace(b"\n", eol)
+    bad = long_line_stream(5000).replace(b"\n", eol)
+    expected, _ = decode(SSEDecoder(), [ok])
+    for label, pieces in chunkings(ok, seeds=4):
+        assert decode(CappedSSEDecoder(1000), pieces) == (expected, None), label
+    for label, pieces in chunkings(bad, seeds=4):
+        got, err = decode(CappedSSEDecoder(1000), pieces)
+        assert err is not None and [e.data for e in got] == ["first"], label
