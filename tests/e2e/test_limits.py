@@ -236,10 +236,11 @@ def deep_schema(depth: int) -> str:
     return '{"type":"object","properties":{"a":' * depth + '{"type":"string"}' + "}}" * depth
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["whole-relayed", "stream-direct"])
 @pytest.mark.parametrize("depth", [300, 2000])
-def test_deep_tool_schema_is_400_and_recorded(capped, workdir, depth):
-    marker = f"deep-{depth}-{CANARY}"
-    head = json.dumps(body_for("anthropic", marker))[:-1]
+def test_deep_tool_schema_is_400_and_recorded(capped, workdir, depth, stream):
+    marker = f"deep-{depth}-{stream}-{CANARY}"
+    head = json.dumps(body_for("anthropic", marker, stream=stream))[:-1]
     tools = '"tools":[{"name":"t","description":"d","input_schema":' + deep_schema(depth) + "}]"
     status, _, data = post(capped, "/v1/messages", (head + "," + tools + "}").encode())
     assert status == 400, data[:300]
@@ -258,6 +259,19 @@ def test_deep_tool_schema_is_400_and_recorded(capped, workdir, depth):
             break
         time.sleep(0.05)
     assert recorded, f"no recording holds the deep request; log:\n{capped.log()[-2000:]}"
+
+
+@pytest.mark.parametrize("depth", [200, 450])
+def test_deep_count_tokens_is_answered_without_a_traceback(capped, depth):
+    head = json.dumps(body_for("anthropic", "count me"))[:-1]
+    tools = '"tools":[{"name":"t","description":"d","input_schema":' + deep_schema(depth) + "}]"
+    status, _, data = post(capped, "/v1/messages/count_tokens", (head + "," + tools + "}").encode())
+    assert status in (200, 400), data[:300]
+    if status == 200:
+        assert json.loads(data)["input_tokens"] > 0
+    else:
+        assert error_of("anthropic", data)[0] == "invalid_request_error"
+    no_traceback(capped)
 
 
 def test_proxy_still_serves_after_the_hostile_requests(capped):
