@@ -16,6 +16,9 @@ import threading
 import time
 from pathlib import Path
 
+import h2.config
+import h2.connection
+import h2.events
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives import serialization
@@ -257,3 +260,43 @@ def wait_for(predicate, timeout: float = 5.0) -> bool:
             return True
         time.sleep(0.05)
     return predicate()
+
+
+def send_tunnel_h2(port: int, authority: str, sni: str, headers: list[tuple[str, str]], body: bytes = b"") -> int:
+    """CONNECT ``authority``, TLS with ALPN h2 and SNI ``sni``, one HTTP/2 request (``headers`` with the
+    pseudo-headers, ``:authority`` as the client likes); returns the answer's status (0: none)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=20)
+    try:
+        s.sendall(f"CONNECT {authority} HTTP/1.1\r\nHost: {authority}\r\n\r\n".encode())
+        head = b""
+        while b"\r\n\r\n" not in head:
+            data = s.recv(4096)
+            if not data:
+                return 0
+            head += data
+        ctx = ssl.create_default_context()
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        ctx.set_alpn_protocols(["h2"])
+        tls = ctx.wrap_socket(s, server_hostname=sni)
+        conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True, header_encoding="utf-8"))
+        conn.initiate_connection()
+        sid = conn.get_next_available_stream_id()
+        conn.send_headers(sid, [*headers, ("content-length", str(len(body)))])
+        conn.send_data(sid, body, end_stream=True)
+        tls.sendall(conn.data_to_send())
+        status = 0
+        while data := tls.recv(65536):
+            for ev in conn.receive_data(data):
+                if isinstance(ev, h2.events.ResponseReceived):
+                    status = int(dict(ev.headers)[":status"])
+                elif isinstance(ev, h2.events.DataReceived):
+                    conn.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
+                elif isinstance(ev, (h2.events.StreamEnded, h2.events.StreamReset)):
+                    return status
+            tls.sendall(conn.data_to_send())
+        return status
+    except (OSError, ssl.SSLError):
+        return 0
+    finally:
+        s.close()

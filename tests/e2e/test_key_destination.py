@@ -22,6 +22,7 @@ from .hostile import attacker_cert
 from .hostile import http_request
 from .hostile import send_direct
 from .hostile import send_tunnel
+from .hostile import send_tunnel_h2
 from .hostile import status_of
 
 pytestmark = pytest.mark.e2e
@@ -154,6 +155,18 @@ def test_tls_tunnel_to_another_host(world, call, sni):
     attacker, proxy = world["tls"], world["regular"]
     mark = attacker.mark()
     send_tunnel(proxy.port, attacker.authority, raw(method, path, host, body), tls=True, sni=sni)
+    check_untouched(world, attacker, mark, proxy, path)
+
+
+@pytest.mark.parametrize("call", [c for c in CALLS if c[1] == "POST"], ids=[c[0] for c in CALLS if c[1] == "POST"])
+def test_http2_tunnel_to_another_host(world, call):
+    """HTTP/2 inside a TLS tunnel, ``:authority`` naming the API host."""
+    _, method, path, host, body = call
+    attacker, proxy = world["tls"], world["regular"]
+    mark = attacker.mark()
+    headers = [(":method", method), (":scheme", "https"), (":authority", host), (":path", path)]
+    headers += [("x-api-key", CLIENT_KEY), ("anthropic-version", "2023-06-01"), ("content-type", "application/json")]
+    send_tunnel_h2(proxy.port, attacker.authority, "localhost", headers, json.dumps(body).encode())
     check_untouched(world, attacker, mark, proxy, path)
 
 
