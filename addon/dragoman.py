@@ -11,7 +11,8 @@ from dragoman.mitm.replayer import Replayer
 from dragoman.mitm.scrub import MetadataMask
 from dragoman.mitm.translate_addon import Translate
 
-# translate.gate first: the request-body caps (size, compressed bodies) hold before anything reads the body.
+# translate.gate first: the request-body caps (size, compressed bodies) hold before anything reads the body;
+# its last half (gate.after) sends an answer set for a held chunked body out through the relay.
 # Cors next: a browser's preflight carries no key and is answered before ClientAuth (with
 # dragoman_cors_origins; without it, browser requests are refused while Dragoman holds keys and has no client keys); its second half, right after Translate, sets the CORS headers of the answer the client gets.
 # ClientAuth next: no flow without a client key (when client keys are configured) reaches anything else.
@@ -34,4 +35,5 @@ addons = [
     replayer,
     recorder,
     MetadataMask(),
+    translate.gate.after,
 ]

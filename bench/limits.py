@@ -9,6 +9,7 @@ minus the peak after the warm-up.
 
 * gzip: a 1 MiB gzip request body that inflates to 1 GiB (a JSON text of zeros); answered 413.
 * declared: a 256 MiB body with its Content-Length (beyond the 64 MiB default); answered 413.
+* chunked: the same 256 MiB sent chunked (no length up front); answered 413.
 * sseline: the upstream streams one 20 MiB SSE data line (beyond the 8 MiB default); the client's stream
   ends with an error event.
 * body: a 100 MiB JSON request body (one long text, as a base64 image or PDF would be) translated and
@@ -91,20 +92,22 @@ def post(port: int, body: bytes, headers: dict[str, str] | None = None, timeout:
         conn.close()
 
 
-def post_declared(port: int, size: int) -> tuple[int, bytes]:
-    """``size`` bytes with their Content-Length, written in 1 MiB pieces (the client keeps no copy)."""
+def post_declared(port: int, size: int, chunked: bool = False) -> tuple[int, bytes]:
+    """``size`` bytes with their Content-Length (or chunked), written in 1 MiB pieces (no copy kept)."""
     s = socket.create_connection(("127.0.0.1", port), timeout=600)
     try:
-        head = (
-            f"POST /v1/messages HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {size}\r\n\r\n"
-        )
+        framing = "transfer-encoding: chunked" if chunked else f"content-length: {size}"
+        head = f"POST /v1/messages HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n{framing}\r\n\r\n"
         s.sendall(head.encode())
         piece = b"A" * MIB
         sent = 0
         try:
             while sent < size:
-                s.sendall(piece[: min(MIB, size - sent)])
-                sent += min(MIB, size - sent)
+                n = min(MIB, size - sent)
+                s.sendall(b"%x\r\n%s\r\n" % (n, piece[:n]) if chunked else piece[:n])
+                sent += n
+            if chunked:
+                s.sendall(b"0\r\n\r\n")
         except OSError:
             pass  # the proxy answered and closed early
         s.settimeout(600)
@@ -135,9 +138,9 @@ def run_case(name: str, args, up: FakeUpstream, workdir: Path) -> dict:
         if name == "gzip":
             rec["sent_mib"] = round(len(bomb) / MIB, 2)
             status, data = post(proc.port, bomb, {"content-encoding": "gzip"})
-        elif name == "declared":
+        elif name in ("declared", "chunked"):
             rec["sent_mib"] = args.declared_mib
-            status, data = post_declared(proc.port, args.declared_mib * MIB)
+            status, data = post_declared(proc.port, args.declared_mib * MIB, chunked=name == "chunked")
         elif name == "sseline":
             status, data = post(proc.port, json.dumps({**SMALL, "model": "sseline", "stream": True}).encode())
             rec["error_event"] = b"event: error" in data
@@ -161,7 +164,7 @@ def run_case(name: str, args, up: FakeUpstream, workdir: Path) -> dict:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="smaller sizes (a smoke run)")
-    ap.add_argument("--cases", default="gzip,declared,sseline,body,body-stream")
+    ap.add_argument("--cases", default="gzip,declared,chunked,sseline,body,body-stream")
     ap.add_argument("--mitmdump", default=str(Path(sys.executable).parent / "mitmdump"))
     ap.add_argument("--script", default=str(SCRIPT))
     ap.add_argument("--out", default=str(BENCH / "results" / "limits.json"))
@@ -182,6 +185,7 @@ def main(argv: list[str] | None = None) -> int:
                 )
     sizes = {"gzip": args.gzip_mib, "declared": args.declared_mib, "sseline": args.sse_mib, "body": args.body_mib}
     sizes["body-stream"] = args.body_mib
+    sizes["chunked"] = args.declared_mib
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps({"sizes_mib": sizes, "mitmdump": args.mitmdump, "cases": results}, indent=2))
     for body in (r for r in results if r["case"].startswith("body") and "growth_mib" in r):

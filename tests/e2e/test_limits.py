@@ -188,6 +188,24 @@ def test_oversized_body_is_413_in_client_shape(capped, upstream, client, chunked
     no_traceback(capped)
 
 
+@pytest.mark.parametrize("stream", [False, True])
+def test_chunked_body_under_the_cap_is_translated(capped, upstream, stream):
+    """A chunked body is collected under the cap (not by mitmproxy) and then translated as usual."""
+    raw = json.dumps(body_for("anthropic", "chunked " + CANARY[:6], stream=stream) | {"pad": "p" * 300_000}).encode()
+    status, _, data = post(capped, "/v1/messages", raw, chunked=True)
+    assert status == 200, data[:300]
+    assert (b"event: message_stop" in data) if stream else (json.loads(data)["type"] == "message")
+    with upstream.lock:
+        last = upstream.requests[-1]
+    assert last.body["messages"][-1]["content"] == "chunked " + CANARY[:6]
+
+
+def test_chunked_body_refused_by_another_addon_answers_through_the_relay(capped):
+    status, _, data = post(capped, "/v1/chat/completions", b"{not json", chunked=True)
+    assert status == 400, data[:300]
+    assert "not valid JSON" in error_of("openai-chat", data)[1]
+
+
 def test_body_under_the_cap_passes(capped):
     raw = json.dumps(body_for("openai-responses", "z" * (512 << 10))).encode()
     status, _, data = post(capped, "/v1/responses", raw)

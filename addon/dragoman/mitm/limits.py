@@ -6,8 +6,9 @@ in its scope, see ``hosts.in_scope``):
 requestheaders -> a ``Content-Length`` beyond ``dragoman_max_body`` is refused before the body is read:
                   the request goes to the relay (``relay.FixedAnswer``), which answers 413 in the client's
                   shape, while mitmproxy streams the client's body into a sink that keeps nothing.
-request        -> a body beyond ``dragoman_max_body`` (a chunked upload has no length up front: mitmproxy
-                  has read it), or a ``Content-Encoding`` body inflating beyond ``dragoman_max_body`` or
+                  A chunked body to a translated endpoint is collected under the cap instead (``held``).
+request        -> a body beyond ``dragoman_max_body`` (collected, or read by mitmproxy when it could not be
+                  held: HTTP/2 without a length, a replay), or a ``Content-Encoding`` body inflating beyond ``dragoman_max_body`` or
                   ``dragoman_max_inflate_ratio`` (``inflate``), is answered 413 in the client's shape. A
                   compressed body within the caps is replaced by its inflated bytes and ``Content-Encoding``
                   dropped, so no later ``request.content`` decodes it again without a bound.
@@ -18,6 +19,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from mitmproxy import ctx
 from mitmproxy import exceptions
 from mitmproxy import http
 from mitmproxy.utils import human
@@ -27,6 +29,7 @@ from dragoman.ir.common import ErrorKind
 from dragoman.logsafe import logsafe
 from dragoman.mitm import hosts
 from dragoman.mitm import outbound
+from dragoman.mitm.held import HeldBodies
 from dragoman.mitm.inflate import BadEncoding
 from dragoman.mitm.inflate import TooLarge
 from dragoman.mitm.inflate import inflate
@@ -65,6 +68,9 @@ class BodyGate:
 
     def __init__(self, owner: Any) -> None:
         self.owner = owner
+        self.held = HeldBodies(owner.relay)
+        #: the last half, listed after every other addon (``held.settle``)
+        self.after = GateAfter(self)
 
     def _shape(self, flow: http.HTTPFlow) -> Protocol | None:
         """The client's protocol when this is a POST Dragoman answers, else None (not gated)."""
@@ -92,12 +98,28 @@ class BodyGate:
         limit = self.owner.max_body
         if declared > limit:
             self._refuse_unread(flow, shape, f"request body of {declared} bytes is larger than {limit} bytes")
+        elif self._holdable(flow):
+            self.held.hold(flow, limit)
+
+    def _holdable(self, flow: http.HTTPFlow) -> bool:
+        """A chunked body to an endpoint Translate handles, while the relay runs and no replay is on."""
+        headers = flow.request.headers
+        if "content-length" in headers or "chunked" not in headers.get("transfer-encoding", "").lower():
+            return False
+        replayer = ctx.master.addons.get("replayer")
+        if not self.owner.relay.port or getattr(replayer, "source", ""):
+            return False
+        return detect(flow.request.path) is not None and bool(self.owner.matches(flow))
 
     def request(self, flow: http.HTTPFlow) -> None:
+        held = self.held.restore(flow)
         if flow.response is not None or flow.error is not None:
             return
         shape = self._shape(flow)
         if shape is None:
+            return
+        if held is not None and held.over:
+            self._refuse(flow, shape, 413, f"request body larger than {held.limit} bytes (read as it came, not kept)")
             return
         req = flow.request
         raw = req.raw_content
@@ -120,6 +142,9 @@ class BodyGate:
             return
         del req.headers["content-encoding"]
         req.content = body
+
+    def error(self, flow: http.HTTPFlow) -> None:
+        self.held.forget(flow)
 
     # -- answers
 
@@ -149,3 +174,13 @@ class BodyGate:
         logger.warning(
             "flow %s: %s request refused with 413 before its body: %s", flow.id, shape.value, logsafe(info.message)
         )
+
+
+class GateAfter:
+    """The gate's last half: an answer set for a held flow goes out through its relay connection."""
+
+    def __init__(self, gate: BodyGate) -> None:
+        self.gate = gate
+
+    def request(self, flow: http.HTTPFlow) -> None:
+        self.gate.held.settle(flow)

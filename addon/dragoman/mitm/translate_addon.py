@@ -110,7 +110,8 @@ class Translate(TranslateConfig):
             cr.raw = b""
             flow.request.content = b""
         single = len(candidates) == 1 and len(candidates[0].upstream.keys) <= 1
-        if override or not self.relay.port or (single and cr.stream and _plain_http1(flow)):
+        held = self.gate.held.token(flow) is not None  # its connection goes to the relay already (``held``)
+        if override or not self.relay.port or (single and cr.stream and _plain_http1(flow) and not held):
             # mitmproxy forwards the flow itself: a replayed flow (to the Replayer's own server), no running
             # relay (unit tests with taddons), or a streamed request from a plain-HTTP/1.1 client with one
             # possible attempt, where the addon can still finish the client's body after an upstream fault
@@ -196,7 +197,12 @@ class Translate(TranslateConfig):
             _trust(),
         )
         self.relay.keys = self.keys
-        state.relay_token = self.relay.register(job)
+        token = self.gate.held.token(flow)
+        if token is not None:
+            self.relay.jobs[token] = job
+            state.relay_token = token
+        else:
+            state.relay_token = self.relay.register(job)
         self.flows.put(flow.id, state)
         req = flow.request
         for name in outbound.CREDENTIAL_HEADERS:  # the relay job holds what each attempt sends
@@ -311,6 +317,9 @@ class Translate(TranslateConfig):
         req.port = url.port
         req.path = path
         req.content = body
+
+    def matches(self, flow: http.HTTPFlow) -> bool:
+        return self._matches(flow)
 
     def _matches(self, flow: http.HTTPFlow) -> bool:
         if self.match is None:
