@@ -76,7 +76,7 @@ class HeldBodies:
         if held is None:
             return None
         req = flow.request
-        req.stream = None
+        req.stream = False
         req.scheme, req.host, req.port, req.path = held.scheme, held.host, held.port, held.path
         req.host_header = held.host_header
         # transfer-encoding stays: mitmproxy ends the relay's chunked body by it once every hook has run

@@ -107,7 +107,7 @@ class BodyGate:
         if "content-length" in headers or "chunked" not in headers.get("transfer-encoding", "").lower():
             return False
         replayer = ctx.master.addons.get("replayer")
-        if not self.owner.relay.port or getattr(replayer, "source", ""):
+        if not self.owner.relay.port or (replayer is not None and bool(getattr(replayer, "source", False))):
             return False
         return detect(flow.request.path) is not None and bool(self.owner.matches(flow))
 
