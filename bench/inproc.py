@@ -68,7 +68,10 @@ def make_translator(client: str, upstream: str, request_body: bytes):
     plan = Plan(Protocol(client), Protocol(upstream))
     ctx = Context()
     translate_request(request_body, plan, ctx)
-    return StreamTranslator(get_codec(plan.upstream).stream_decoder(ctx), get_codec(plan.client).stream_encoder(ctx))
+    # the cap the addon passes by default (dragoman_max_sse_event=8m): the decoder the addon really runs
+    return StreamTranslator(
+        get_codec(plan.upstream).stream_decoder(ctx), get_codec(plan.client).stream_encoder(ctx), 8 << 20
+    )
 
 
 def _run_once(client: str, upstream: str, req: bytes, events: list[bytes], keep: bool) -> tuple[float, bytes | None]:
