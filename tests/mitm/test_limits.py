@@ -216,3 +216,17 @@ def test_held_flow_that_fails_is_forgotten(tctx, tr):
     token = tr.gate.held.token(f)
     tr.gate.error(f)
     assert tr.gate.held.token(f) is None and token not in tr.relay.jobs
+
+
+def test_flows_chosen_by_dragoman_match_are_gated_too(tr):
+    with taddons.context(tr) as tctx:
+        tctx.configure(
+            tr,
+            dragoman_target="openai-chat",
+            dragoman_upstream="http://127.0.0.1:9999/v1",
+            dragoman_max_body="1k",
+            dragoman_match="~d llm.example.com",
+        )
+        f = make_flow("/v1/messages", b"x" * 2000, mode="regular", host="llm.example.com")
+        tr.gate.request(f)
+        assert f.response is not None and f.response.status_code == 413

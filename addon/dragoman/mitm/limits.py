@@ -77,7 +77,7 @@ class BodyGate:
         owner = self.owner
         if owner.routing.config is None or flow.request.method != "POST" or flow.is_replay:
             return None
-        if not hosts.in_scope(flow):
+        if not hosts.in_scope(flow) and not owner.matches(flow):  # dragoman_match may reach beyond the scope
             return None
         path = hosts.bare_path(flow.request.path)
         shape = detect(path)
