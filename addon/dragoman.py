@@ -8,6 +8,7 @@ from dragoman.mitm.cors import Cors
 from dragoman.mitm.endpoints import Endpoints
 from dragoman.mitm.recorder import Recorder
 from dragoman.mitm.replayer import Replayer
+from dragoman.mitm.responsive import Responsive
 from dragoman.mitm.scrub import MetadataMask
 from dragoman.mitm.translate_addon import Translate
 
@@ -24,6 +25,7 @@ recorder = Recorder()
 replayer = Replayer()
 translate = Translate()
 addons = [
+    Responsive(),
     translate.gate,
     cors,
     ClientAuth(),

@@ -1,6 +1,7 @@
 """Recorder benchmark (issue 23, 3(d)): what recording one long stream costs mitmdump, and the other flows.
 
-    .venv/bin/python bench/record.py [--events 300000] [--quick] [--mitmdump PATH]
+    .venv/bin/python bench/record.py [--events 300000] [--quick] [--mitmdump PATH] [--script PATH]
+                                     [--set NAME=VALUE ...]
 
 A fresh mitmdump with ``dragoman_record`` (Anthropic client, Chat upstream = ``fake_upstream.py``), warmed up
 with 3 small streams; then one ``--events``-event stream is read as fast as possible while a second client
@@ -14,8 +15,10 @@ is on disk (and 1 s more). Reported:
 * how long after the long stream's end its recording file appeared.
 
 The same run without ``dragoman_record`` is the reference: with an upstream that sends 300,000 events as fast
-as it can, mitmdump's event loop already keeps other flows waiting for a while without any recording, so the
-stall budget is checked on what recording adds (and shown absolute too). Budget lines (issue 23): growth
+as it can, mitmdump's event loop keeps other flows waiting for a while even without recording (how long is
+bounded by ``dragoman_read_size`` and the start-up ``gc.freeze()``, ``dragoman/mitm/responsive.py``), so the
+stall is shown both as what recording adds and absolute. ``--script /other/checkout/addon/dragoman.py``
+measures another checkout ("before"); ``--set dragoman_read_size=0`` one option. Budget lines (issue 23): growth
 <= 16 MiB, stall <= 100 ms. They are printed as PASS/OVER, never asserted; the run exits 0 whenever it could measure.
 """
 
@@ -99,13 +102,15 @@ class Prober(threading.Thread):
             time.sleep(0.005)
 
 
-def measure(mitmdump: str, up_port: int, events: int, record: bool, workdir: Path) -> dict:
+def measure(
+    mitmdump: str, script: Path, extra: dict[str, str], up_port: int, events: int, record: bool, workdir: Path
+) -> dict:
     rec_root = workdir / ("rec" if record else "none")
-    sets = mitm.dragoman_sets(UPSTREAM, up_port)
+    sets = {**mitm.dragoman_sets(UPSTREAM, up_port), **extra}
     if record:
         sets["dragoman_record"] = str(rec_root)
     name = "record" if record else "no-record"
-    proc = procs.start_mitmdump(name, mitmdump, up_port, mitm.DRAGOMAN_SCRIPT, sets, None, workdir)
+    proc = procs.start_mitmdump(name, mitmdump, up_port, script, sets, None, workdir)
     out: dict = {"record": record, "events": events}
     path = streams.CLIENT_PATHS[CLIENT]
     try:
@@ -191,7 +196,10 @@ def main() -> int:
     ap.add_argument("--events", type=int, default=300_000)
     ap.add_argument("--quick", action="store_true", help="20,000 events (smoke run)")
     ap.add_argument("--mitmdump", default=str(Path(sys.executable).parent / "mitmdump"))
+    ap.add_argument("--script", default=str(mitm.DRAGOMAN_SCRIPT), help="another checkout's addon/dragoman.py")
+    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="a mitmdump option, both runs")
     a = ap.parse_args()
+    extra = dict(s.split("=", 1) for s in a.set)
     events = 20_000 if a.quick else a.events
     work = Path(tempfile.mkdtemp(prefix="dragoman-bench-record-"))
     up = procs.start_upstream(None, [])
@@ -200,7 +208,7 @@ def main() -> int:
         warm_upstream(up.port, events)
         for record in (False, True):
             print(f"recorder bench: {'with' if record else 'without'} dragoman_record, {events:,} events", flush=True)
-            rows.append(measure(a.mitmdump, up.port, events, record, work))
+            rows.append(measure(a.mitmdump, Path(a.script), extra, up.port, events, record, work))
     finally:
         up.stop()
         shutil.rmtree(work, ignore_errors=True)

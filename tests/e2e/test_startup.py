@@ -42,6 +42,7 @@ def start(tmp_path, *sets: str) -> subprocess.CompletedProcess:
         (("dragoman_target=openai-chat", "dragoman_upstream=ftp://x"), "dragoman_upstream"),
         (("dragoman_target=gemini",), "dragoman_target"),
         (("dragoman_match=~q ((",), "dragoman_match"),
+        (("dragoman_read_size=1k",), "dragoman_read_size"),
     ],
 )
 def test_bad_option_exits_with_message(tmp_path, sets, needle):

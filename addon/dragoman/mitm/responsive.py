@@ -1,0 +1,98 @@
+"""``Responsive``: one fast stream cannot hold up every other flow (issue 23, 3(d)).
+
+mitmproxy serves every connection on one asyncio event loop. A connection's task reads what the socket has
+(``reader.read``), runs the layers and Dragoman's stream translation on it, writes the result, and reads
+again; it hands the loop back only when the socket has nothing more. asyncio's selector transport takes up
+to 256 KiB per ``recv``, so an upstream streaming as fast as it can keeps the loop on one task for the time it
+takes to translate 256 KiB of events (about 1,500 small SSE events, 80 ms on the 2-core bench machine), and
+a request on another connection needs several loop turns: with a 300,000-event stream, another client's
+``count_tokens`` waited up to 350 ms without any recording. Two process-wide settings bound that:
+
+* ``dragoman_read_size`` (default 16 KiB): the most a socket read takes per loop turn
+  (``asyncio.selector_events._SelectorSocketTransport.max_size``, the ``recv`` size; ``0`` keeps asyncio's
+  256 KiB). A turn then carries about 90 events, so other flows are served between them;
+* at ``running``, after start-up, ``gc.freeze()``: the objects that exist once mitmproxy and Dragoman are
+  loaded (about 100,000: modules, pydantic schemas, option tables) move to the permanent generation, so a
+  full collection no longer walks them (those pauses were 50-95 ms, taken by whichever flow allocated).
+
+Measured with ``make bench-record`` (``bench/README.md``). Both are undone in ``done`` (a test harness, a
+script reload). The transport attribute is asyncio's own (the same since Python 3.4, in 3.11 and 3.12);
+where a loop has no such attribute (another event loop implementation), nothing is set and the log says so.
+"""
+
+from __future__ import annotations
+
+import asyncio.selector_events
+import gc
+import logging
+from typing import Any
+
+from mitmproxy import ctx
+from mitmproxy import exceptions
+from mitmproxy.utils import human
+
+logger = logging.getLogger(__name__)
+
+READ_SIZE_DEFAULT = "16k"
+#: below this a read costs more in loop turns than it saves (each turn is tens of µs)
+READ_SIZE_MIN = 4096
+_TRANSPORT: Any = getattr(asyncio.selector_events, "_SelectorSocketTransport", None)
+
+
+def read_size(value: str) -> int:
+    """``dragoman_read_size`` in bytes (0: asyncio's default); ``OptionsError`` when it is not a size."""
+    text = value.strip()
+    if text == "0":
+        return 0
+    try:
+        size = human.parse_size(text)
+    except ValueError:
+        size = None
+    if size is None or size < READ_SIZE_MIN:
+        raise exceptions.OptionsError(
+            f"Invalid dragoman_read_size {value!r}: give 0 (asyncio's default, 256k) or a size of at least "
+            f"{READ_SIZE_MIN} bytes (e.g. 16k)"
+        )
+    return size
+
+
+class Responsive:
+    def __init__(self) -> None:
+        self._asyncio_default: int | None = None
+        self._frozen = False
+
+    def load(self, loader: Any) -> None:
+        loader.add_option(
+            "dragoman_read_size",
+            str,
+            READ_SIZE_DEFAULT,
+            "Most bytes one socket read takes per turn of mitmproxy's event loop (or with k/m). Smaller keeps "
+            "other flows answered while a fast stream is translated (16k: about 90 SSE events per turn); larger "
+            "costs a little less CPU per byte. 0: asyncio's default (256k).",
+        )
+
+    def configure(self, updated: set[str]) -> None:
+        if "dragoman_read_size" not in updated:
+            return
+        size = read_size(ctx.options.dragoman_read_size)
+        if _TRANSPORT is None or not isinstance(getattr(_TRANSPORT, "max_size", None), int):
+            logger.info("dragoman_read_size: this event loop's transports have no read size; left as it is")
+            return
+        if self._asyncio_default is None:
+            self._asyncio_default = _TRANSPORT.max_size
+        _TRANSPORT.max_size = size or self._asyncio_default
+
+    def running(self) -> None:
+        if not self._frozen:
+            gc.collect()
+            gc.freeze()
+            self._frozen = True
+            logger.debug("start-up objects frozen out of the garbage collector: %d", gc.get_freeze_count())
+
+    def done(self) -> None:
+        if self._asyncio_default is not None and _TRANSPORT is not None:
+            _TRANSPORT.max_size = self._asyncio_default
+            self._asyncio_default = None
+        if self._frozen:
+            gc.unfreeze()
+            self._frozen = False
