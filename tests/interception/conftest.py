@@ -94,12 +94,14 @@ def self_signed(workdir: Path, name: str) -> tuple[Path, Path, str]:
 
 
 class HttpsEcho:
-    """Another provider's HTTPS server on ``host``:443: records every request, answers a fixed JSON body."""
+    """Another provider's HTTPS server on ``host``:443 (``tls=False``: plain HTTP on port 80): records every
+    request, answers a fixed JSON body. It stands for an attacker's host too: whatever reaches it is seen."""
 
     ANSWER = {"id": "chatcmpl-other", "object": "chat.completion", "note": "from the unrelated host"}
 
-    def __init__(self, host: str, workdir: Path) -> None:
-        self.cert, key, self.cert_sha256 = self_signed(workdir, OTHER_HOST)
+    def __init__(self, host: str, workdir: Path, tls: bool = True) -> None:
+        if tls:
+            self.cert, key, self.cert_sha256 = self_signed(workdir, OTHER_HOST)
         self.requests: list[dict] = []
         echo = self
 
@@ -124,11 +126,12 @@ class HttpsEcho:
             do_GET = _handle
             do_POST = _handle
 
-        self.server = ThreadingHTTPServer((host, 443), Handler)
+        self.server = ThreadingHTTPServer((host, 443 if tls else 80), Handler)
         self.server.daemon_threads = True
-        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        ctx.load_cert_chain(str(self.cert), str(key))
-        self.server.socket = ctx.wrap_socket(self.server.socket, server_side=True)
+        if tls:
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(str(self.cert), str(key))
+            self.server.socket = ctx.wrap_socket(self.server.socket, server_side=True)
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def stop(self) -> None:
@@ -303,6 +306,47 @@ def check_unrelated_host(client: NsClient, echo: HttpsEcho, mitm: Mitmdump) -> N
     assert json.loads(seen[0]["raw"]) == payload
     assert seen[0]["headers"]["authorization"] == OTHER_APP_KEY and seen[0]["headers"]["x-custom"] == "kept"
     assert UPSTREAM_KEY not in json.dumps(seen[0]["headers"]) and "x-api-key" not in seen[0]["headers"]
+
+
+def check_attacker_never_gets_the_key(
+    client: NsClient, echo: HttpsEcho, plain_echo: HttpsEcho | None, fake, mitm: Mitmdump, lab: netlab.Lab
+) -> None:
+    """A client that connects to another host (the echo stands for an attacker's) while naming an official host
+    in its Host header, or in its TLS SNI, never makes Dragoman send the configured key there: to the attacker's
+    name over TLS and to its address over plain HTTP the request passes untouched (the attacker sees only what
+    the client wrote); with the official name in the SNI, the connection is the official host's (the name is
+    what the certificate vouches for) and goes to the configured upstream, never to the attacker's address.
+    ``plain_echo`` None: no plain HTTP case (a client whose port 80 the lab does not route)."""
+    payload = {"model": "claude-test", "max_tokens": 16, "messages": [{"role": "user", "content": "hi"}]}
+    official = {"host": "api.anthropic.com", "x-api-key": CLIENT_KEY, "anthropic-version": "2023-06-01"}
+    cases = {"tls to the attacker's name": ({"url": f"https://{OTHER_HOST}/v1/messages"}, echo)}
+    if plain_echo is not None:
+        cases["plain http to the attacker's address"] = ({"url": f"http://{lab.other_host}/v1/messages"}, plain_echo)
+    for case, (target, seen_by) in cases.items():
+        before, test_id = len(seen_by.requests), uuid.uuid4().hex
+        headers = {**official, "x-test-id": test_id}
+        result = client.call({"op": "https", **target, "method": "POST", "body": payload, "headers": headers})
+        assert result["ok"], f"{case}: {result}{mitm.explain()}"
+        assert result["status"] == 200 and json.loads(result["body"]) == HttpsEcho.ANSWER, case  # not translated
+        seen = seen_by.requests[before:]
+        assert len(seen) == 1 and seen[0]["path"] == "/v1/messages", case
+        assert seen[0]["headers"]["x-api-key"] == CLIENT_KEY, case  # what the client wrote, nothing more
+        assert json.loads(seen[0]["raw"]) == payload, case
+        assert UPSTREAM_KEY not in json.dumps(seen[0]["headers"]) + seen[0]["raw"].decode(), case
+        assert upstream_seen(fake, test_id) == [], case
+
+    others = [echo] if plain_echo is None else [echo, plain_echo]
+    before, test_id = [len(e.requests) for e in others], uuid.uuid4().hex
+    target = {"url": "https://api.anthropic.com/v1/messages", "connect": lab.other_host, "sni": "api.anthropic.com"}
+    headers = {**official, "x-test-id": test_id}
+    result = client.call({"op": "https", **target, "method": "POST", "body": payload, "headers": headers})
+    assert result["ok"] and result["status"] == 200, f"{result}{mitm.explain()}"
+    assert result["cert_issuer"] == "mitmproxy"
+    assert [len(e.requests) for e in others] == before  # the attacker's address got nothing
+    seen = upstream_seen(fake, test_id)
+    assert len(seen) == 1 and seen[0].headers["authorization"] == f"Bearer {UPSTREAM_KEY}"  # the configured one
+    every = json.dumps([r["headers"] for e in others for r in e.requests])
+    assert UPSTREAM_KEY not in every
 
 
 def check_official_host_decrypted(client: NsClient, mitm: Mitmdump) -> None:

@@ -6,7 +6,9 @@
   {"op": "count_tokens", "api_key", "test_id"}     anthropic SDK: messages.count_tokens (+ the estimate header)
   {"op": "models", "sdk": "anthropic"|"openai", "api_key"}   the SDK's models.list()
   {"op": "https", "url", "method", "body", "headers"}    a plain HTTPS request (http.client): status, headers,
-                               body, the SHA-256 and issuer of the certificate the server presented
+                               body, the SHA-256 and issuer of the certificate the server presented;
+                               "connect" (address) and "sni" send it elsewhere than the URL names, an
+                               http:// URL goes without TLS
 Trust comes from SSL_CERT_FILE (httpx and ssl.create_default_context read it); no proxy variable is set:
 the namespace's routing and firewall, not the client, send the traffic to mitmdump.
 """
@@ -51,11 +53,35 @@ def models(req: dict) -> dict:
     return {"ok": True, "base_url": str(client.base_url), "ids": [m.id for m in client.models.list().data]}
 
 
-def https(req: dict) -> dict:
+class _SniConnection(http.client.HTTPSConnection):
+    """HTTPS to one address with another name in the TLS SNI (and certificate check)."""
+
+    def __init__(self, host: str, port: int, sni: str, context: ssl.SSLContext) -> None:
+        super().__init__(host, port, timeout=20, context=context)
+        self.sni = sni
+
+    def connect(self) -> None:
+        http.client.HTTPConnection.connect(self)
+        self.sock = self._context.wrap_socket(self.sock, server_hostname=self.sni)  # type: ignore[attr-defined]
+
+
+def _connection(req: dict) -> http.client.HTTPConnection:
+    """``url``'s scheme, host and port, unless ``connect`` (an address) and ``sni`` say otherwise: an
+    attacker's client connects to one host while naming another (``headers`` may carry its own Host)."""
     parts = urlsplit(req["url"])
-    conn = http.client.HTTPSConnection(
-        parts.hostname, parts.port or 443, timeout=20, context=ssl.create_default_context()
-    )
+    host = req.get("connect") or parts.hostname
+    if parts.scheme == "http":
+        return http.client.HTTPConnection(host, parts.port or 80, timeout=20)
+    context = ssl.create_default_context()
+    if req.get("sni"):
+        return _SniConnection(host, parts.port or 443, req["sni"], context)
+    return http.client.HTTPSConnection(host, parts.port or 443, timeout=20, context=context)
+
+
+def https(req: dict) -> dict:
+    """A plain HTTP(S) request (``http://`` URLs too); see ``_connection`` for ``connect`` and ``sni``."""
+    parts = urlsplit(req["url"])
+    conn = _connection(req)
     try:
         body = json.dumps(req["body"]).encode() if req.get("body") is not None else None
         headers = dict(req.get("headers") or {})
@@ -64,8 +90,9 @@ def https(req: dict) -> dict:
         conn.request(req.get("method", "GET"), parts.path + (f"?{parts.query}" if parts.query else ""), body, headers)
         resp = conn.getresponse()
         data = resp.read()
-        cert = conn.sock.getpeercert(binary_form=True) if conn.sock else None
-        info = (conn.sock.getpeercert() or {}) if conn.sock else {}
+        tls = isinstance(conn.sock, ssl.SSLSocket)
+        cert = conn.sock.getpeercert(binary_form=True) if tls else None
+        info = (conn.sock.getpeercert() or {}) if tls else {}
         issuer = {k: v for rdn in info.get("issuer", ()) for k, v in rdn}
         return {
             "ok": True,

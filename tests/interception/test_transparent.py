@@ -25,6 +25,7 @@ from .conftest import HttpsEcho
 from .conftest import Mitmdump
 from .conftest import NsClient
 from .conftest import ca_bundle
+from .conftest import check_attacker_never_gets_the_key
 from .conftest import check_count_tokens
 from .conftest import check_models
 from .conftest import check_official_host_decrypted
@@ -47,6 +48,7 @@ class Machine:
     gateway_dev: str
     fake: object
     echo: HttpsEcho
+    plain_echo: HttpsEcho
     mitm: Mitmdump
     clients: dict[str, NsClient]
 
@@ -91,6 +93,8 @@ def machine(tmp_path_factory):
             lab.hosts_file(ns, hosts_map(lab))
         echo = HttpsEcho(lab.other_host, workdir)
         lab.defer("the unrelated HTTPS host", echo.stop)
+        plain_echo = HttpsEcho(lab.other_host, workdir, tls=False)
+        lab.defer("the unrelated plain HTTP host", plain_echo.stop)
         fake = start_fake_upstream(uplink.addr_a)
         lab.defer("the fake upstream", fake.stop)
 
@@ -109,7 +113,7 @@ def machine(tmp_path_factory):
         ca_bundle(bundle, mitm.wait_ready().ca, echo.cert)
         for c in clients.values():
             c.wait_ready()
-        yield Machine(lab, machine, gateway.dev_a, fake, echo, mitm, clients)
+        yield Machine(lab, machine, gateway.dev_a, fake, echo, plain_echo, mitm, clients)
     finally:
         lab.close()
 
@@ -167,6 +171,15 @@ def test_official_host_is_decrypted(transparent, client):
 
 def test_unrelated_https_host_passes_through_untouched(transparent, client):
     check_unrelated_host(client, transparent.echo, transparent.mitm)
+
+
+def test_a_host_header_or_sni_naming_the_api_never_sends_the_key_elsewhere(transparent, client):
+    # the recipe redirects port 443 only: the machine's own plain HTTP goes straight to the attacker's host
+    # (still without the key); the device's is forwarded, and the lab gives it no way back
+    plain = transparent.plain_echo if client is transparent.clients["machine"] else None
+    check_attacker_never_gets_the_key(
+        client, transparent.echo, plain, transparent.fake, transparent.mitm, transparent.lab
+    )
 
 
 def test_the_lab_ran_the_printed_recipe(transparent):

@@ -27,6 +27,7 @@ from .conftest import HttpsEcho
 from .conftest import Mitmdump
 from .conftest import NsClient
 from .conftest import ca_bundle
+from .conftest import check_attacker_never_gets_the_key
 from .conftest import check_count_tokens
 from .conftest import check_models
 from .conftest import check_official_host_decrypted
@@ -51,6 +52,7 @@ class WireGuard:
     printed: str
     fake: object
     echo: HttpsEcho
+    plain_echo: HttpsEcho
     mitm: Mitmdump
     client: NsClient
 
@@ -76,6 +78,8 @@ def wireguard(tmp_path_factory):
         lab.hosts_file(client_ns, hosts_map(lab))
         echo = HttpsEcho(lab.other_host, workdir)
         lab.defer("the unrelated HTTPS host", echo.stop)
+        plain_echo = HttpsEcho(lab.other_host, workdir, tls=False)
+        lab.defer("the unrelated plain HTTP host", plain_echo.stop)
         fake = start_fake_upstream(uplink.addr_a)
         lab.defer("the fake upstream", fake.stop)
 
@@ -111,7 +115,7 @@ def wireguard(tmp_path_factory):
         client = NsClient(lab, client_ns, bundle)
         ca_bundle(bundle, mitm.ca, echo.cert)
         client.wait_ready()
-        yield WireGuard(lab, client_ns, iface, endpoint, conf_file, printed, fake, echo, mitm, client)
+        yield WireGuard(lab, client_ns, iface, endpoint, conf_file, printed, fake, echo, plain_echo, mitm, client)
     finally:
         lab.close()
 
@@ -158,3 +162,8 @@ def test_official_host_is_decrypted(wireguard):
 
 def test_unrelated_https_host_passes_through_untouched(wireguard):
     check_unrelated_host(wireguard.client, wireguard.echo, wireguard.mitm)
+
+
+def test_a_host_header_or_sni_naming_the_api_never_sends_the_key_elsewhere(wireguard):
+    w = wireguard
+    check_attacker_never_gets_the_key(w.client, w.echo, w.plain_echo, w.fake, w.mitm, w.lab)
