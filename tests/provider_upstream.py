@@ -48,7 +48,34 @@ DEEPSEEK_ID = "cca85624-4056-401f-b220-d77601d1f70d"
 USAGE = {"prompt_tokens": 339, "completion_tokens": 83, "total_tokens": 422}
 
 
-def _bad_request(message: str, provider: str) -> Reply:
+def provider_problem(provider: str, body: dict[str, Any], signatures: set[str]) -> str | None:
+    """The provider's documented 400 for this Chat request body, or None (``signatures``: the thought signatures
+    this provider issued)."""
+    messages = body.get("messages") or []
+    if provider == "gemini":
+        for t in body.get("tools") or ():
+            if "$schema" in json.dumps(t.get("function", {}).get("parameters", {})):
+                return "Invalid JSON payload received. Unknown name \"$schema\" at 'tools[0].function.parameters'"
+        last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
+        for m in messages[last_user + 1 :]:
+            calls = m.get("tool_calls") if m.get("role") == "assistant" else None
+            if not calls:
+                continue
+            sig = ((calls[0].get("extra_content") or {}).get("google") or {}).get("thought_signature")
+            if sig is None:
+                return "Function call is missing a thought_signature in functionCall parts."
+            if sig != SKIP_SIGNATURE and sig not in signatures:
+                return "Corrupted thought signature."
+    if provider == "deepseek" and (body.get("thinking") or {}).get("type") != "disabled":
+        for m in messages:
+            if m.get("role") == "assistant" and m.get("tool_calls") and "reasoning_content" not in m:
+                return "The `reasoning_content` in the thinking mode must be passed back to the API."
+    if provider == "deepseek-r1" and any("reasoning_content" in m for m in messages):
+        return "deepseek-reasoner does not support reasoning_content in the input messages"
+    return None
+
+
+def bad_request(message: str, provider: str) -> Reply:
     if provider == "gemini":
         err = {"code": 400, "message": message, "status": "INVALID_ARGUMENT"}
     else:
@@ -81,28 +108,7 @@ class ProviderUpstream:
     # -- rules
 
     def problem(self, body: dict[str, Any]) -> str | None:
-        messages = body.get("messages") or []
-        if self.provider == "gemini":
-            for t in body.get("tools") or ():
-                if "$schema" in json.dumps(t.get("function", {}).get("parameters", {})):
-                    return "Invalid JSON payload received. Unknown name \"$schema\" at 'tools[0].function.parameters'"
-            last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
-            for m in messages[last_user + 1 :]:
-                calls = m.get("tool_calls") if m.get("role") == "assistant" else None
-                if not calls:
-                    continue
-                sig = ((calls[0].get("extra_content") or {}).get("google") or {}).get("thought_signature")
-                if sig is None:
-                    return "Function call is missing a thought_signature in functionCall parts."
-                if sig != SKIP_SIGNATURE and sig not in self.signatures:
-                    return "Corrupted thought signature."
-        if self.provider == "deepseek" and (body.get("thinking") or {}).get("type") != "disabled":
-            for m in messages:
-                if m.get("role") == "assistant" and m.get("tool_calls") and "reasoning_content" not in m:
-                    return "The `reasoning_content` in the thinking mode must be passed back to the API."
-        if self.provider == "deepseek-r1" and any("reasoning_content" in m for m in messages):
-            return "deepseek-reasoner does not support reasoning_content in the input messages"
-        return None
+        return provider_problem(self.provider, body, self.signatures)
 
     # -- answers
 
@@ -110,7 +116,7 @@ class ProviderUpstream:
         body = request.body
         problem = self.problem(body)
         if problem is not None:
-            return _bad_request(problem, self.provider)
+            return bad_request(problem, self.provider)
         messages = body.get("messages") or []
         tool_turn = bool(messages) and messages[-1].get("role") == "tool"
         n = next(self._n)

@@ -77,6 +77,12 @@ def agent(agent_upstream, tmp_path):
 
 
 @pytest.fixture(scope="session")
+def e2e():
+    """The e2e suite's fixtures module (``e2e.Proxy(target, upstream, workdir, extra_args)`` starts mitmdump)."""
+    return _load_e2e()
+
+
+@pytest.fixture(scope="session")
 def dragoman(agent_upstream, tmp_path_factory):
     e2e = _load_e2e()
     started: dict[str, object] = {}
