@@ -68,9 +68,8 @@ def _check_turn_two(kind: str, thinking: bool, up: ProviderAgentUpstream, why: s
         assert [m.get("reasoning_content") for m in assistant] == [THINKING if thinking else ""], why
 
 
-@pytest.mark.parametrize("kind, thinking", CASES)
-def test_claude_code_tool_loop_on_provider(kind, thinking, npm_clients, provider, tmp_path):
-    up, proxy = provider(kind, thinking, kind)
+def _claude(npm_clients, up: ProviderAgentUpstream, proxy, tmp_path) -> tuple:
+    """Claude Code runs the Bash tool loop through ``proxy``: (run, failure explanation)."""
     run = run_claude(
         npm_clients,
         f"http://127.0.0.1:{proxy.port}",
@@ -79,7 +78,13 @@ def test_claude_code_tool_loop_on_provider(kind, thinking, npm_clients, provider
         tmp_path / "home",
         ["--allowedTools", "Bash"],
     )
-    why = explain(run, summary(up.requests) + f"\nrefused: {up.refused}", proxy.log())
+    return run, explain(run, summary(up.requests) + f"\nrefused: {up.refused}", proxy.log())
+
+
+@pytest.mark.parametrize("kind, thinking", CASES)
+def test_claude_code_tool_loop_on_provider(kind, thinking, npm_clients, provider, tmp_path):
+    up, proxy = provider(kind, thinking, kind)
+    run, why = _claude(npm_clients, up, proxy, tmp_path)
     assert run.returncode == 0, why
     result = json.loads(run.stdout)
     assert result.get("is_error") is False, why
@@ -108,15 +113,7 @@ def test_without_the_profile_claude_code_meets_geminis_400(npm_clients, provider
     """The same loop with ``dragoman_profile=generic``: Gemini refuses already the first request (Claude Code's
     tool schemas carry ``$schema``, which the gemini profile removes), as users saw it."""
     up, proxy = provider("gemini", False, "generic")
-    run = run_claude(
-        npm_clients,
-        f"http://127.0.0.1:{proxy.port}",
-        f"run {COMMAND}",
-        tmp_path / "work",
-        tmp_path / "home",
-        ["--allowedTools", "Bash"],
-    )
-    why = explain(run, summary(up.requests) + f"\nrefused: {up.refused}", proxy.log())
+    run, why = _claude(npm_clients, up, proxy, tmp_path)
     assert up.refused and '"$schema"' in up.refused[0], why
     assert len(up.model_requests()) == 1 and FINAL_MARK not in run.stdout, why
     assert json.loads(run.stdout).get("is_error") is True, why
