@@ -4,11 +4,18 @@ written; jobs run in the order they were submitted.
 
 A job that fails with ``OSError`` is reported by ``on_error`` on the event loop that submitted it (where it
 can stop mitmdump as mitmproxy's own ``save.py`` does); without a running loop (tests), ``wait()`` reports it.
+
+After each job the thread hands the memory it freed back to the system (``malloc_trim``): glibc gives a
+thread its own malloc arena and, once any block above 128 KiB has been freed, keeps up to twice that size
+of free memory in each arena; the writer's arena so held 4-5 MiB after a long stream's exchange
+(peak RSS growth of ``make bench-record`` 13.4-16.6 MiB without the trim, 13.9-14.4 MiB with it).
+Elsewhere than glibc, nothing is done.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import logging
 import queue
 import threading
@@ -19,9 +26,24 @@ logger = logging.getLogger(__name__)
 Job = Callable[[], None]
 
 
+def _libc_trim() -> Callable[[], object]:
+    """glibc's ``malloc_trim(0)`` (ctypes releases the GIL around it), or a no-op where there is none."""
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return lambda: None
+    trim.argtypes = [ctypes.c_size_t]
+    trim.restype = ctypes.c_int
+    return lambda: trim(0)
+
+
+malloc_trim = _libc_trim()
+
+
 class RecordWriter:
-    def __init__(self, on_error: Callable[[OSError], None]) -> None:
+    def __init__(self, on_error: Callable[[OSError], None], trim: Callable[[], object] = malloc_trim) -> None:
         self.on_error = on_error
+        self.trim = trim
         self._jobs: queue.Queue[tuple[Job, asyncio.AbstractEventLoop | None] | None] = queue.Queue()
         self._thread: threading.Thread | None = None
         self._failed: OSError | None = None
@@ -54,6 +76,7 @@ class RecordWriter:
                         self._failed = e
                 except Exception:  # noqa: BLE001 - a recorder bug must not end the thread
                     logger.exception("recording an exchange failed")
+                self.trim()
             finally:
                 self._jobs.task_done()
 
