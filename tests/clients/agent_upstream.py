@@ -10,6 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from npm_clients import Clients
+from npm_clients import Run
+from npm_clients import run_claude
+
 from dragoman.demo.agent import COMMAND
 from dragoman.demo.agent import COMMAND_OUTPUT
 from dragoman.demo.agent import ENCRYPTED
@@ -39,6 +43,7 @@ __all__ = [
     "THINKING",
     "AgentUpstream",
     "offered_tools",
+    "run_claude_loop",
     "summary",
     "tool_results",
 ]
@@ -78,3 +83,15 @@ def summary(requests: list[RecordedRequest]) -> str:
             f"tools={tools[:12]}{'...' if len(tools) > 12 else ''} tool_results={results}"
         )
     return "\n".join(lines) or "  (no requests reached the upstream)"
+
+
+def run_claude_loop(clients: Clients, port: int, tmp_path: Path) -> Run:
+    """Claude Code asked to run ``COMMAND`` with only Bash allowed, through the proxy on ``port``."""
+    return run_claude(
+        clients,
+        f"http://127.0.0.1:{port}",
+        f"run {COMMAND}",
+        tmp_path / "work",
+        tmp_path / "home",
+        ["--allowedTools", "Bash"],
+    )

@@ -15,9 +15,8 @@ import json
 import uuid
 from typing import Any
 
-from dragoman.demo.agent import Agent
-from dragoman.demo.server import FakeUpstream
-from dragoman.demo.server import RecordedRequest
+from agent_upstream import AgentUpstream
+
 from dragoman.demo.wire import CHAT
 from dragoman.demo.wire import Reply
 from dragoman.demo.wire import Request
@@ -27,17 +26,16 @@ from provider_upstream import provider_problem
 DATA = b"data: "
 
 
-class ProviderAgentUpstream(FakeUpstream):
+class ProviderAgentUpstream(AgentUpstream):
+    """The agent upstream whose ``agent`` scenario answers through the provider's rules."""
+
     def __init__(self, provider: str, thinking: bool = False) -> None:
+        super().__init__()
         self.provider = provider
-        self.agent = Agent(thinking=thinking)
+        self.agent.thinking = thinking
         self.signatures: list[str] = []
         self.refused: list[str] = []
-        super().__init__(scenario="agent", scenarios={"agent": self._answer})
-
-    def model_requests(self) -> list[RecordedRequest]:
-        with self.lock:
-            return [r for r in self.requests if r.method == "POST" and r.protocol is not None]
+        self.scenarios["agent"] = self._answer
 
     def _answer(self, request: Request) -> Reply:
         if request.protocol == CHAT:

@@ -16,10 +16,10 @@ from agent_upstream import ENCRYPTED
 from agent_upstream import FINAL_MARK
 from agent_upstream import THINKING
 from agent_upstream import offered_tools
+from agent_upstream import run_claude_loop
 from agent_upstream import summary
 from agent_upstream import tool_results
 from npm_clients import explain
-from npm_clients import run_claude
 
 pytestmark = [pytest.mark.e2e, pytest.mark.clients]
 
@@ -39,14 +39,7 @@ def _assistant_turns(target: str, body: dict) -> list:
 def test_claude_code_bash_tool_loop(target, thinking, npm_clients, agent, dragoman, tmp_path):
     agent.reset(thinking=thinking, log_path=tmp_path / "upstream.jsonl")
     proxy = dragoman(target)
-    run = run_claude(
-        npm_clients,
-        f"http://127.0.0.1:{proxy.port}",
-        f"run {COMMAND}",
-        tmp_path / "work",
-        tmp_path / "home",
-        ["--allowedTools", "Bash"],
-    )
+    run = run_claude_loop(npm_clients, proxy.port, tmp_path)
     reqs = agent.model_requests()
     why = explain(run, summary(agent.requests), proxy.log())
 

@@ -14,9 +14,9 @@ from agent_upstream import COMMAND
 from agent_upstream import COMMAND_OUTPUT
 from agent_upstream import FINAL_MARK
 from agent_upstream import THINKING
+from agent_upstream import run_claude_loop
 from agent_upstream import summary
 from npm_clients import explain
-from npm_clients import run_claude
 from npm_clients import run_codex
 from provider_agent import ProviderAgentUpstream
 
@@ -51,14 +51,17 @@ def _calls_back(body: dict) -> list[dict]:
     return [tc for m in body.get("messages") or [] if m.get("role") == "assistant" for tc in m.get("tool_calls") or []]
 
 
-def _check_turn_two(kind: str, thinking: bool, up: ProviderAgentUpstream, why: str) -> None:
+def _check_turn_two(kind: str, thinking: bool, up: ProviderAgentUpstream, call: tuple[str, str], why: str) -> None:
+    """Turn two was accepted and carried the agent's one call (``call``: tool name, argument holding COMMAND)
+    back with what the provider demands."""
     reqs = up.model_requests()
     assert up.refused == [], why
     assert len(reqs) == 2, why
     calls = _calls_back(reqs[1].body)
-    assert [(c["function"]["name"], json.loads(c["function"]["arguments"]).get("command")) for c in calls] == [
-        ("Bash", COMMAND)
-    ] or [c["function"]["name"] for c in calls] in (["exec_command"], ["shell_command"], ["exec"]), why
+    name, arg = call
+    assert [(c["function"]["name"], json.loads(c["function"]["arguments"]).get(arg)) for c in calls] == [
+        (name, COMMAND)
+    ], why
     assistant = [m for m in reqs[1].body["messages"] if m.get("role") == "assistant" and m.get("tool_calls")]
     if kind == "gemini":
         # the very signature Gemini issued on the call came back on it
@@ -70,14 +73,7 @@ def _check_turn_two(kind: str, thinking: bool, up: ProviderAgentUpstream, why: s
 
 def _claude(npm_clients, up: ProviderAgentUpstream, proxy, tmp_path) -> tuple:
     """Claude Code runs the Bash tool loop through ``proxy``: (run, failure explanation)."""
-    run = run_claude(
-        npm_clients,
-        f"http://127.0.0.1:{proxy.port}",
-        f"run {COMMAND}",
-        tmp_path / "work",
-        tmp_path / "home",
-        ["--allowedTools", "Bash"],
-    )
+    run = run_claude_loop(npm_clients, proxy.port, tmp_path)
     return run, explain(run, summary(up.requests) + f"\nrefused: {up.refused}", proxy.log())
 
 
@@ -89,7 +85,7 @@ def test_claude_code_tool_loop_on_provider(kind, thinking, npm_clients, provider
     result = json.loads(run.stdout)
     assert result.get("is_error") is False, why
     assert FINAL_MARK in result["result"] and COMMAND_OUTPUT in result["result"], why
-    _check_turn_two(kind, thinking, up, why)
+    _check_turn_two(kind, thinking, up, ("Bash", "command"), why)
 
 
 @pytest.mark.parametrize("kind, thinking", CASES)
@@ -106,7 +102,7 @@ def test_codex_tool_loop_on_provider(kind, thinking, npm_clients, provider, tmp_
     why = explain(run, summary(up.requests) + f"\nrefused: {up.refused}", proxy.log())
     assert run.returncode == 0, why
     assert FINAL_MARK in run.stdout and COMMAND_OUTPUT in run.stdout, why
-    _check_turn_two(kind, thinking, up, why)
+    _check_turn_two(kind, thinking, up, ("exec_command", "cmd"), why)
 
 
 def test_without_the_profile_claude_code_meets_geminis_400(npm_clients, provider, tmp_path):
