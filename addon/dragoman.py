@@ -9,7 +9,7 @@ from dragoman.mitm.endpoints import Endpoints
 from dragoman.mitm.recorder import Recorder
 from dragoman.mitm.replayer import Replayer
 from dragoman.mitm.responsive import Responsive
-from dragoman.mitm.scrub import MetadataMask
+from dragoman.mitm.scrub import FlowScrub
 from dragoman.mitm.translate_addon import Translate
 
 # translate.gate first: the request-body caps (size, compressed bodies) hold before anything reads the body;
@@ -18,14 +18,18 @@ from dragoman.mitm.translate_addon import Translate
 # dragoman_cors_origins; without it, browser requests are refused while Dragoman holds keys and has no client keys); its second half, right after Translate, sets the CORS headers of the answer the client gets.
 # ClientAuth next: no flow without a client key (when client keys are configured) reaches anything else.
 # Endpoints next: it answers HEAD /, /v1/models, count_tokens and WebSocket upgrades before Translate looks
+# FlowScrub in two halves: `.mark` (first) notes which flows are Dragoman's before anything rewrites where they
+# go; the addon itself (after the others, before mitmproxy's save/dumper) scrubs them at their end.
 # Replayer/Recorder come in two halves: `.before` sees the client's request before Translate rewrites it,
 # the addon itself sees the translated request and wraps the stream callable Translate installed.
 cors = Cors()
 recorder = Recorder()
 replayer = Replayer()
 translate = Translate()
+scrub = FlowScrub()
 addons = [
     Responsive(),
+    scrub.mark,
     translate.gate,
     cors,
     ClientAuth(),
@@ -36,6 +40,6 @@ addons = [
     cors.after,
     replayer,
     recorder,
-    MetadataMask(),
+    scrub,
     translate.gate.after,
 ]

@@ -205,8 +205,7 @@ class Translate(TranslateConfig):
             state.relay_token = self.relay.register(job)
         self.flows.put(flow.id, state)
         req = flow.request
-        for name in outbound.CREDENTIAL_HEADERS:  # the relay job holds what each attempt sends
-            req.headers.pop(name, None)
+        outbound.pop_credential_headers(req.headers)  # the relay job holds what each attempt sends
         req.scheme, req.host, req.port = "http", "127.0.0.1", self.relay.port
         req.path = "/" + state.relay_token
         req.headers["accept-encoding"] = "identity"
