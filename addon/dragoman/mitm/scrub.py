@@ -85,7 +85,7 @@ class FlowMark:
     """Listed first: marks the flows Dragoman is responsible for, before any addon rewrites where they go."""
 
     def requestheaders(self, flow: http.HTTPFlow) -> None:
-        if hosts.in_scope(flow):
+        if hosts.in_scope(flow) or hosts.DIRECT_KEY in flow.metadata:
             flow.metadata[SCOPE_KEY] = True
 
     def request(self, flow: http.HTTPFlow) -> None:
