@@ -123,8 +123,15 @@ def test_missing_ledger_json_is_an_empty_report(tmp_path, capsys):
     doc = json.loads(out)
     assert doc["rows"] == [] and doc["ledger_exists"] is False and doc["ledger"] == str(missing)
     assert doc["group_by"] == ["client", "model"]
-    assert set(doc["total"]) == {"requests", "errors", "input_tokens", "output_tokens", "cache_read_tokens",
-                                 "cache_write_tokens", "estimated"} and set(doc["total"].values()) == {0}
+    assert set(doc["total"]) == {
+        "requests",
+        "errors",
+        "input_tokens",
+        "output_tokens",
+        "cache_read_tokens",
+        "cache_write_tokens",
+        "estimated",
+    } and set(doc["total"].values()) == {0}
     assert not missing.parent.exists()
 
 

@@ -75,7 +75,11 @@ from dragoman.mitm.scrub import SCOPE_KEY  # noqa: E402
 from dragoman.mitm.scrub import FlowScrub  # noqa: E402
 
 CLIENT_KEY = "sk-dragoman-client-ALICE-77"
-OTHER_SECRETS = {"authorization": "Bearer sk-openai-own-1234", "x-goog-api-key": "goog-own-1234", "x-auth-token": "tok-own-1234"}
+OTHER_SECRETS = {
+    "authorization": "Bearer sk-openai-own-1234",
+    "x-goog-api-key": "goog-own-1234",
+    "x-auth-token": "tok-own-1234",
+}
 
 
 def answered_flow(status: int, mode: str = "reverse:http://127.0.0.1:1") -> http.HTTPFlow:
