@@ -84,14 +84,16 @@ def is_local_address(ip: str) -> bool:
 
 
 def _transparent_ports() -> set[int]:
-    ports = set()
+    ports: set[int] = set()
     for spec in ctx.options.mode:
         try:
             mode = mode_specs.ProxyMode.parse(spec)
         except ValueError:
             continue
         if isinstance(mode, mode_specs.TransparentMode):
-            ports.add(mode.listen_port(ctx.options.listen_port))
+            port = mode.listen_port(ctx.options.listen_port)
+            if port is not None:
+                ports.add(port)
     return ports
 
 
