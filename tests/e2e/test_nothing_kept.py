@@ -149,7 +149,7 @@ def test_every_answer(ran):
     if "401 unknown client key (Dragoman)" in ran["answers"]:
         expected["401 unknown client key (Dragoman)"] = 401
     got = {case: status_of(a) for case, a in ran["answers"].items()}
-    assert got == expected, ran["log"][-3000:]
+    assert got == expected, f"{got}\n{ran['log'][-3000:]}"
 
 
 def test_431_names_the_limit_in_the_clients_shape(ran):

@@ -56,8 +56,8 @@ def is_credential_header(name: str) -> bool:
 def pop_credential_headers(headers: http.Headers) -> list[str]:
     """Remove every credential header; returns their names (lower case, first occurrence order)."""
     names: list[str] = []
-    for name in headers.keys():
-        low = name.lower()
+    for raw, _ in headers.fields:  # not ``headers.keys()``: each of its names is looked up again (quadratic)
+        low = raw.decode("latin-1").lower()
         if low not in names and is_credential_header(low):
             names.append(low)
     for name in names:
@@ -138,7 +138,8 @@ def set_auth(headers: http.Headers, target: Protocol, key: str | None) -> None:
         if key:
             headers["x-api-key"] = key
     else:
-        for name in [n for n in headers.keys() if n.lower().startswith("anthropic-")]:
+        found = {raw.decode("latin-1").lower() for raw, _ in headers.fields}  # ``keys()`` is quadratic
+        for name in [n for n in found if n.startswith("anthropic-")]:
             headers.pop(name, None)
         if key:
             headers["authorization"] = f"Bearer {key}"

@@ -12,8 +12,8 @@ from mitmproxy.proxy import server_hooks
 from mitmproxy.test import taddons
 from mitmproxy.test import tflow
 
-from dragoman.mitm.guards import direct
 from dragoman.mitm import hosts
+from dragoman.mitm.guards import direct
 from dragoman.mitm.guards.client_auth import guarded
 from dragoman.mitm.guards.direct import DirectGuard
 from dragoman.mitm.translate_addon import Translate

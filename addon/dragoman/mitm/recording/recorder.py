@@ -36,6 +36,7 @@ from mitmproxy import exceptions
 from mitmproxy import http
 
 from dragoman.mitm.flowstate import METADATA_KEY
+from dragoman.mitm.guards.scrub import known_keys
 from dragoman.mitm.recording import files as store
 from dragoman.mitm.recording.build import Pending
 from dragoman.mitm.recording.build import build_exchange
@@ -46,7 +47,6 @@ from dragoman.mitm.recording.build import write_exchange
 from dragoman.mitm.recording.spool import BodySpool
 from dragoman.mitm.recording.spool import ChunkLog
 from dragoman.mitm.recording.writer import RecordWriter
-from dragoman.mitm.guards.scrub import known_keys
 from dragoman.protocols import detect
 
 logger = logging.getLogger(__name__)
