@@ -14,11 +14,16 @@ usage          the usage ledger as a table or JSON - see ``dragoman.ledger.repor
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import logging
 import os
 import shutil
+import signal
+import socket
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -158,32 +163,94 @@ Scenarios: send the header x-fake-scenario: text|thinking|tools|error429|midstre
 """
 
 
+class Stopped(KeyboardInterrupt):
+    """SIGTERM or SIGHUP arrived: the command stops as on Ctrl-C (children stopped, then exit)."""
+
+
+@contextlib.contextmanager
+def stop_on_signals() -> Iterator[None]:
+    """SIGTERM (a service manager, ``timeout``, an IDE's stop button) and SIGHUP (the terminal went away)
+    raise ``Stopped`` in the main thread, as Ctrl-C raises ``KeyboardInterrupt``, so ``finally`` blocks stop
+    the children; the previous handlers come back afterwards."""
+
+    def handler(signum: int, _frame: object) -> None:
+        raise Stopped(signal.Signals(signum).name)
+
+    previous = {}
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        previous[sig] = signal.signal(sig, handler)
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def port_taken(host: str, port: int) -> bool:
+    """Something already listens on ``host:port`` (checked by binding it as a server would, SO_REUSEADDR)."""
+    if port == 0:
+        return False
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError as e:
+            return e.errno in (errno.EADDRINUSE, errno.EACCES)
+    return False
+
+
+def stop_child(proc: subprocess.Popen[bytes], timeout: float = 5) -> int:
+    """SIGTERM, then SIGKILL after ``timeout`` seconds; the child's exit status."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            return proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    return proc.wait()
+
+
 def _cmd_demo(args: argparse.Namespace, extra: list[str]) -> int:
     from dragoman.demo import FakeUpstream
 
-    fake = FakeUpstream(port=args.upstream_port, scenario="text", delay=args.delay).start()
+    for what, port in (("mitmdump (--port)", args.port), ("the fake upstream (--upstream-port)", args.upstream_port)):
+        if port_taken("127.0.0.1", port):
+            print(f"dragoman demo: port {port} is taken, {what} cannot listen on it; choose another", file=sys.stderr)
+            return 1
+    with stop_on_signals():
+        try:
+            fake = FakeUpstream(port=args.upstream_port, scenario="text", delay=args.delay).start()
+        except OSError as e:
+            print(f"dragoman demo: the fake upstream cannot listen on port {args.upstream_port}: {e}", file=sys.stderr)
+            return 1
+        try:
+            return _demo_mitmdump(args, extra, fake.url)
+        except KeyboardInterrupt:
+            return 0
+        finally:
+            fake.stop()
+
+
+def _demo_mitmdump(args: argparse.Namespace, extra: list[str], fake_url: str) -> int:
     argv = build_mitmdump_argv(
-        extra, target=args.target, upstream=fake.url + ("/v1" if args.target != "anthropic" else ""), port=args.port
+        extra, target=args.target, upstream=fake_url + ("/v1" if args.target != "anthropic" else ""), port=args.port
     )
-    print(DEMO_HELP.format(port=args.port, up=fake.url, py=sys.executable), flush=True)
+    print(DEMO_HELP.format(port=args.port, up=fake_url, py=sys.executable), flush=True)
     proc = subprocess.Popen(argv)
     try:
-        return proc.wait()
-    except KeyboardInterrupt:
-        proc.terminate()
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        return 0
+        rc = proc.wait()
     finally:
-        fake.stop()
+        stop_child(proc)  # Ctrl-C, SIGTERM, SIGHUP: the child goes too
+    if rc != 0:
+        print(f"dragoman demo: mitmdump exited with status {rc} (see its message above)", file=sys.stderr)
+    return rc
 
 
 def _cmd_fake(args: argparse.Namespace, extra: list[str]) -> int:
     from dragoman.demo import server
 
-    return server.main(extra)
+    with stop_on_signals():
+        return server.main(extra)
 
 
 def main(argv: list[str] | None = None) -> int:
