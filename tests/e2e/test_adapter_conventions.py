@@ -200,7 +200,9 @@ def test_openai_client_mcp_names_on_an_anthropic_upstream(proxy):
         {"type": "function", "function": {"name": "mcp__fs__read", "parameters": {"type": "object"}}},
     ]
     stream = _openai(p, "call-offered").chat.completions.create(model="gpt-x", messages=MSG, tools=tools, stream=True)
-    names = [tc.function.name for c in stream if c.choices for tc in c.choices[0].delta.tool_calls or [] if tc.function.name]
+    names = [
+        tc.function.name for c in stream if c.choices for tc in c.choices[0].delta.tool_calls or [] if tc.function.name
+    ]
     assert [t["name"] for t in SEEN[-1]["tools"]] == ["mcp__browser_click", "mcp__fs__read"]
     assert names == ["mcp_browser_click", "mcp__fs__read"]
     assert json.dumps(SEEN[-1]).count("mcp_browser_click") == 0

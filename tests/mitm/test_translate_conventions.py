@@ -11,18 +11,29 @@ import logging
 import pytest
 from mitmproxy import exceptions
 from mitmproxy import http
+from mitmproxy.test import taddons
 
 from dragoman import demo as fu
 from dragoman.mitm.flowstate import METADATA_KEY
+from dragoman.mitm.translate_addon import Translate
 from dragoman.translate.images import PLACEHOLDER
 
-from .test_translate_addon import addon  # noqa: F401 - fixture
 from .test_translate_addon import feed_all
 from .test_translate_addon import make_flow
-from .test_translate_addon import tctx  # noqa: F401 - fixture
 
 UP = "http://127.0.0.1:1/v1"
 RID = "req_upstream_0042"
+
+
+@pytest.fixture
+def addon():
+    return Translate()
+
+
+@pytest.fixture
+def tctx(addon):
+    with taddons.context(addon) as tctx:
+        yield tctx
 
 
 def stream_of(tctx, addon, client, target, headers, body=None, **opts):
@@ -106,14 +117,19 @@ CHAT_429 = {"error": {"message": "slow down", "type": "rate_limit_error", "code"
 @pytest.mark.parametrize("status", [200, 429])
 @pytest.mark.parametrize(
     "client, target, upstream_header, client_header",
-    [("anthropic", "openai-chat", "x-request-id", "request-id"), ("openai-chat", "anthropic", "request-id", "x-request-id")],
+    [
+        ("anthropic", "openai-chat", "x-request-id", "request-id"),
+        ("openai-chat", "anthropic", "request-id", "x-request-id"),
+    ],
 )
-def test_request_id_in_json_and_error_answers(tctx, addon, caplog, status, client, target, upstream_header, client_header):
+def test_request_id_in_json_and_error_answers(
+    tctx, addon, caplog, status, client, target, upstream_header, client_header
+):
     tctx.configure(addon, dragoman_target=target, dragoman_upstream=UP)
     f = make_flow(client)
     addon.request(f)
     if status == 200:
-        reply = (fu.chat_reply if target == "openai-chat" else fu.anthropic_reply)
+        reply = fu.chat_reply if target == "openai-chat" else fu.anthropic_reply
         body = reply("text", "m", False, False) if target == "openai-chat" else reply("text", "m", False)
         payload = json.dumps(body.json_body).encode()
     else:
@@ -178,7 +194,10 @@ SCHEMA = {"type": "object", "properties": {}}
 
 def mcp_request(client: str) -> dict:
     if client == "anthropic":
-        tools = [{"name": "mcp_browser_click", "input_schema": SCHEMA}, {"name": "mcp__fs__read", "input_schema": SCHEMA}]
+        tools = [
+            {"name": "mcp_browser_click", "input_schema": SCHEMA},
+            {"name": "mcp__fs__read", "input_schema": SCHEMA},
+        ]
         return {"model": "claude-x", "max_tokens": 64, "tools": tools, "messages": [{"role": "user", "content": "go"}]}
     tools = [
         {"type": "function", "function": {"name": "mcp_browser_click", "parameters": SCHEMA}},

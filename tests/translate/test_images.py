@@ -34,7 +34,11 @@ def anthropic_loop() -> dict:
             {
                 "role": "user",
                 "content": [
-                    {"type": "tool_result", "tool_use_id": f"t{i}", "content": [{"type": "text", "text": "ok"}, a_img(str(i))]}
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": f"t{i}",
+                        "content": [{"type": "text", "text": "ok"}, a_img(str(i))],
+                    }
                 ],
             }
         )
@@ -49,7 +53,11 @@ def chat_loop() -> dict:
         "model": "gpt-x",
         "messages": [
             {"role": "user", "content": [{"type": "text", "text": "go"}, img("0")]},
-            {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "shot", "arguments": "{}"}}]},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "shot", "arguments": "{}"}}],
+            },
             {"role": "tool", "tool_call_id": "c1", "content": [{"type": "text", "text": "ok"}, img("1")]},
             {"role": "user", "content": [img("2"), img("3")]},
         ],
@@ -110,7 +118,11 @@ def test_assistant_images_and_cache_breakpoints():
     first["cache_control"] = {"type": "ephemeral"}
     obj["messages"][1]["content"].append(a_img("9"))  # not a user turn or tool result: never counted or touched
     keep_recent_images(obj, A, 1)
-    assert obj["messages"][0]["content"][1] == {"type": "text", "text": PLACEHOLDER, "cache_control": {"type": "ephemeral"}}
+    assert obj["messages"][0]["content"][1] == {
+        "type": "text",
+        "text": PLACEHOLDER,
+        "cache_control": {"type": "ephemeral"},
+    }
     assert obj["messages"][1]["content"][-1] == a_img("9")
 
 

@@ -39,7 +39,12 @@ def request() -> dict:
             {
                 "role": "assistant",
                 "content": [
-                    {"type": "tool_use", "id": "t1", "name": "mcp_browser_click", "input": {"note": "mcp_browser_click"}},
+                    {
+                        "type": "tool_use",
+                        "id": "t1",
+                        "name": "mcp_browser_click",
+                        "input": {"note": "mcp_browser_click"},
+                    },
                     {"type": "tool_use", "id": "t2", "name": "mcp_old_tool", "input": {}},
                     {"type": "tool_use", "id": "t3", "name": "mcp__fs__read", "input": {}},
                 ],
@@ -191,4 +196,6 @@ def test_encode_sets_the_way_back_only_for_an_anthropic_upstream(client):
         else:
             assert b'"mcp__x"' not in out and "mcp_names" not in ctx.extra
         off = Context()
-        assert b'"mcp__x"' not in encode_upstream_request(decode_client_request(raw, client), Plan(client, upstream), off, "m")
+        assert b'"mcp__x"' not in encode_upstream_request(
+            decode_client_request(raw, client), Plan(client, upstream), off, "m"
+        )

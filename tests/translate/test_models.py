@@ -57,7 +57,11 @@ def test_model_map_names_and_merge():
 
 def test_merge_keeps_each_id_once_first_wins():
     up = [m.ModelInfo("a", "A", 1), m.ModelInfo("b"), m.ModelInfo("a", "A again", 2)]
-    assert m.merge(up, [m.ModelInfo("b"), m.ModelInfo("c")]) == [m.ModelInfo("a", "A", 1), m.ModelInfo("b"), m.ModelInfo("c")]
+    assert m.merge(up, [m.ModelInfo("b"), m.ModelInfo("c")]) == [
+        m.ModelInfo("a", "A", 1),
+        m.ModelInfo("b"),
+        m.ModelInfo("c"),
+    ]
 
 
 def test_cache_expires_with_the_injected_clock():

@@ -35,10 +35,10 @@ from dragoman.ir.common import ErrorInfo
 from dragoman.ir.common import ErrorKind
 from dragoman.logsafe import logsafe
 from dragoman.mitm import hosts
+from dragoman.mitm import options
 from dragoman.mitm.inbound import mask_headers
 from dragoman.mitm.inbound import mask_whole
 from dragoman.mitm.keymask import KeyMask
-from dragoman.mitm import options
 from dragoman.mitm.outbound import CREDENTIAL_HEADERS
 from dragoman.mitm.outbound import rewrite_auth
 from dragoman.mitm.outbound import strip_credentials
