@@ -36,14 +36,14 @@ from dragoman.ir.common import ErrorKind
 from dragoman.logsafe import logsafe
 from dragoman.mitm import hosts
 from dragoman.mitm import options
+from dragoman.mitm.guards.scrub import Scrubber
 from dragoman.mitm.inbound import mask_headers
 from dragoman.mitm.inbound import mask_whole
 from dragoman.mitm.keymask import KeyMask
 from dragoman.mitm.outbound import CREDENTIAL_HEADERS
 from dragoman.mitm.outbound import rewrite_auth
 from dragoman.mitm.outbound import strip_credentials
-from dragoman.mitm.routing import Routing
-from dragoman.mitm.scrub import Scrubber
+from dragoman.mitm.route_state import Routing
 from dragoman.protocols import Protocol
 from dragoman.protocols import detect
 from dragoman.routing.keyspec import resolve_key as resolve_api_key

@@ -19,7 +19,7 @@ from dragoman.mitm.faults import deliver_final_frame
 from dragoman.mitm.flowstate import FlowState
 from dragoman.mitm.keymask import KeyMask
 from dragoman.protocols import Protocol
-from dragoman.protocols import get_codec
+from dragoman.protocols.registry import get_codec
 from dragoman.translate.mcp_names import McpNameStream
 from dragoman.translate.mcp_names import rename_response
 from dragoman.translate.response import UpstreamErrorInBody
