@@ -37,7 +37,7 @@ JSON_CT = "application/json"
 SSE_CT = "text/event-stream; charset=utf-8"
 #: headers every translated stream carries: no cache may keep it, and no proxy in front of Dragoman (nginx's
 #: ``proxy_buffering``, honoured per response through ``X-Accel-Buffering``) may hold it back to the end
-SSE_HEADERS = (("cache-control", "no-cache"), ("x-accel-buffering", "no"))
+SSE_HEADERS = (("content-type", SSE_CT), ("cache-control", "no-cache"), ("x-accel-buffering", "no"))
 #: the request id header each client protocol's SDK reads (``_request_id``): Anthropic's ``request-id``,
 #: OpenAI's ``x-request-id``; both names are looked for in the upstream's answer
 REQUEST_ID_HEADERS = ("request-id", "x-request-id")
@@ -48,12 +48,13 @@ def stream_headers(resp: http.Response, translated: bool = True) -> None:
     (``x-accel-buffering: no``); a translated body has neither the upstream's length nor its encoding. A
     pass-through stream (same protocol both sides) keeps the upstream's headers and gains only
     ``x-accel-buffering: no``."""
-    if translated:
-        resp.headers.pop("content-length", None)
-        resp.headers.pop("content-encoding", None)
-        resp.headers["content-type"] = SSE_CT
-        resp.headers["cache-control"] = "no-cache"
-    resp.headers["x-accel-buffering"] = "no"
+    if not translated:
+        resp.headers["x-accel-buffering"] = "no"
+        return
+    resp.headers.pop("content-length", None)
+    resp.headers.pop("content-encoding", None)
+    for name, value in SSE_HEADERS:
+        resp.headers[name] = value
 
 
 def upstream_request_id(resp: http.Response) -> str | None:
