@@ -50,6 +50,9 @@ class Context:
     #: the local estimate of the request's input tokens (``translate.tokens``), set by the translate layer
     #: for an Anthropic client's stream: its ``message_start`` shows it when the upstream reports usage at the end
     input_tokens_estimate: int | None = None
+    #: how the upstream serves the hosted web search the request offers (``dragoman.ir.search.SEARCH_*``),
+    #: set by the upstream's request encoder; None: no search offered
+    search: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def custom_tools(self) -> set[str]:
@@ -163,7 +166,10 @@ class ModuleCodec(Codec):
         return self._encode_request(req, ctx)
 
     def decode_response(self, body: dict[str, Any], ctx: Context) -> Response:
-        return self._decode_response(body, ctx)
+        from dragoman.protocols import _search
+
+        resp = self._decode_response(body, ctx)
+        return _search.prepend_unavailable(resp, ctx) if _search.is_unavailable(ctx) else resp
 
     def encode_response(self, resp: Response, ctx: Context) -> dict[str, Any]:
         return self._encode_response(resp, ctx)
@@ -175,7 +181,10 @@ class ModuleCodec(Codec):
         return self._encode_error(err)
 
     def stream_decoder(self, ctx: Context) -> StreamDecoder:
-        return self._stream_decoder(ctx)
+        from dragoman.protocols import _search
+
+        dec = self._stream_decoder(ctx)
+        return _search.UnavailableSearchDecoder(dec, ctx) if _search.is_unavailable(ctx) else dec
 
     def stream_encoder(self, ctx: Context) -> StreamEncoder:
         return self._stream_encoder(ctx)

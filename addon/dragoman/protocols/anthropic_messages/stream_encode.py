@@ -10,6 +10,11 @@ a Chat or Responses upstream reports usage only at the end, so ``message_start``
 estimate (``Context.input_tokens_estimate``, the count_tokens estimator) and ``message_delta`` the
 upstream's real figures (the official SDKs' accumulators keep the later ones).
 
+Search (``search``): a ``WebSearch`` becomes a ``server_tool_use`` block and its ``web_search_tool_result``
+block. Cited spans are blocks of their own with their citations, as the real API sends them; an upstream
+that cites after the text (Responses annotations, Chat url_citation) makes the encoder hold each text block
+until its stop once a search ran (or from the start on a Chat upstream that searches), then send its spans.
+
 Hot path: a text/thinking/tool-argument delta for the block open on the wire is written from a prefix
 built when the block opened (``OutBlock.prefix``) plus the ``orjson`` dump of the text: no dict, no
 generic JSON encoding per event.
@@ -30,6 +35,7 @@ from dragoman.ir.common import Usage
 from dragoman.ir.events import BlockKind
 from dragoman.ir.events import BlockStart
 from dragoman.ir.events import BlockStop
+from dragoman.ir.events import CitationDelta
 from dragoman.ir.events import Keepalive
 from dragoman.ir.events import MessageDelta
 from dragoman.ir.events import MessageStart
@@ -40,10 +46,16 @@ from dragoman.ir.events import StreamEvent
 from dragoman.ir.events import TextDelta
 from dragoman.ir.events import ThinkingDelta
 from dragoman.ir.events import ToolArgsDelta
+from dragoman.ir.events import WebSearch
 from dragoman.ir.mapping import IR_TO_ANTHROPIC
 from dragoman.ir.mapping import refused_stop
 from dragoman.ir.request import CUSTOM_TOOL_PARAM
+from dragoman.ir.request import TextPart
+from dragoman.ir.search import SEARCH_ANNOTATIONS
+from dragoman.ir.search import SEARCH_NATIVE
+from dragoman.ir.search import Citation
 from dragoman.protocols._checks import safe_message
+from dragoman.protocols.anthropic_messages import search
 from dragoman.protocols.anthropic_messages.errors import error_type
 from dragoman.protocols.anthropic_messages.response import message_id
 from dragoman.protocols.anthropic_messages.response import thinking_signature
@@ -106,6 +118,12 @@ class AnthropicStreamEncoder(StreamEncoder):
         self._queue: list[int] = []
         self._next_index = 0
         self._refused = False  # a refusal block was seen: the stop reason says so (``refused_stop``)
+        #: held text blocks (IR index -> (text pieces, citations)) and whether new text blocks are held
+        self._held: dict[int, tuple[list[str], list[Citation]]] = {}
+        self._hold_text = ctx.search == SEARCH_ANNOTATIONS
+        #: whole blocks waiting for an open tool block to stop; searches run (usage)
+        self._late: list[dict[str, Any]] = []
+        self._searches = 0
 
     # -- framing helpers
 
@@ -252,6 +270,7 @@ class AnthropicStreamEncoder(StreamEncoder):
         self._live(out, b, ev)
         if self._open is None:
             self._flush(out)
+            self._write_late(out)
 
     def _finish_blocks(self, out: bytearray) -> None:
         """Before message_delta: close the open block and replay everything buffered."""
@@ -264,6 +283,7 @@ class AnthropicStreamEncoder(StreamEncoder):
                 break
             self._flush(out)
         self._blocks.clear()
+        self._write_late(out)
 
     # -- interface
 
@@ -280,6 +300,10 @@ class AnthropicStreamEncoder(StreamEncoder):
                     return b.prefix + _dumps(ev.fragment) + _DELTA_TAIL
         if self.phase is EncPhase.FAILED or self.phase is EncPhase.STOPPED:
             return b""
+        if self._hold_text or self._held or type(ev) is WebSearch or type(ev) is CitationDelta:
+            searched = self._search_event(ev)
+            if searched is not None:
+                return searched
         if isinstance(ev, StreamError):
             return self.error(ev.error)
         if isinstance(ev, Keepalive):  # the translator calls ``keepalive`` itself; this is for direct callers
@@ -322,6 +346,7 @@ class AnthropicStreamEncoder(StreamEncoder):
         if self.phase is EncPhase.STARTED:
             out += encode_json("ping", {"type": "ping"})
         usage = usage_to_wire(ev.usage) if ev.usage is not None else {"output_tokens": 0}
+        search.with_searches(usage, ev.usage, self._searches)
         # an upstream that ended without saying why (a null or unknown reason): the turn ended, as in Chat
         stop = refused_stop(ev.stop_reason, self._refused) or StopReason.END_TURN
         delta = {
@@ -341,6 +366,73 @@ class AnthropicStreamEncoder(StreamEncoder):
             )
         out += encode_json("message_stop", {"type": "message_stop"})
         self.phase = EncPhase.STOPPED
+
+    # -- search: whole blocks written at once (``search``)
+
+    def _search_event(self, ev: StreamEvent) -> bytes | None:
+        """A search event, or a text event of a held block, as bytes; None: not one of those."""
+        t = type(ev)
+        out = bytearray()
+        if t is WebSearch:
+            assert isinstance(ev, WebSearch)
+            self._ensure_started(out)
+            if ev.search.error is None:
+                self._searches += 1
+            if self.ctx.search == SEARCH_NATIVE:
+                self._hold_text = True  # the answer that follows cites after its text (Responses annotations)
+            self._write_blocks(out, search.search_blocks(ev.search))
+            return bytes(out)
+        if t is BlockStart:
+            assert isinstance(ev, BlockStart)
+            if self._hold_text and ev.kind is BlockKind.TEXT and ev.index not in self._held:
+                self._held[ev.index] = ([], [])
+                return b""
+            return None
+        idx = getattr(ev, "index", None)
+        held = self._held.get(idx) if type(idx) is int else None
+        if t is CitationDelta:
+            assert isinstance(ev, CitationDelta)
+            if held is None:
+                self.ctx.dropped.add("citations(after_their_text)")
+            else:
+                held[1].append(ev.citation)
+            return b""
+        if held is None:
+            return None
+        if t is TextDelta:
+            assert isinstance(ev, TextDelta)
+            held[0].append(ev.text)
+        elif t is BlockStop:
+            del self._held[ev.index]  # type: ignore[union-attr]
+            self._ensure_started(out)
+            self._write_blocks(out, search.text_blocks(TextPart("".join(held[0]), held[1] or None)))
+        return bytes(out)
+
+    def _write_blocks(self, out: bytearray, blocks: list[dict[str, Any]]) -> None:
+        """Whole blocks, each opened, filled and closed; they wait while a tool block is open."""
+        cur = self._open
+        if cur is not None and cur.kind in _TOOL_KINDS:
+            self._late.extend(blocks)
+            return
+        if cur is not None:
+            self._close_wire(out, cur)
+            cur.status = BlockStatus.SUSPENDED
+        for block in blocks:
+            i = self._next_index
+            self._next_index += 1
+            start, deltas = search.block_events(block)
+            out += encode_json("content_block_start", {"type": "content_block_start", "index": i, "content_block": start})
+            if self.phase is EncPhase.STARTED:
+                out += _PING
+                self.phase = EncPhase.STREAMING
+            for d in deltas:
+                out += encode_json("content_block_delta", {"type": "content_block_delta", "index": i, "delta": d})
+            out += encode_json("content_block_stop", {"type": "content_block_stop", "index": i})
+
+    def _write_late(self, out: bytearray) -> None:
+        if self._late and (self._open is None or self._open.kind not in _TOOL_KINDS):
+            late, self._late = self._late, []
+            self._write_blocks(out, late)
 
     def keepalive(self) -> bytes:
         """A ``ping`` event, as the real API sends; before ``message_start`` an SSE comment instead (the SDK's
