@@ -28,6 +28,7 @@ from dragoman.ir.common import Usage
 from dragoman.ir.events import BlockKind
 from dragoman.ir.events import BlockStart
 from dragoman.ir.events import BlockStop
+from dragoman.ir.events import CitationDelta
 from dragoman.ir.events import MessageDelta
 from dragoman.ir.events import MessageStart
 from dragoman.ir.events import MessageStop
@@ -37,9 +38,11 @@ from dragoman.ir.events import StreamEvent
 from dragoman.ir.events import TextDelta
 from dragoman.ir.events import ThinkingDelta
 from dragoman.ir.events import ToolArgsDelta
+from dragoman.ir.events import WebSearch
 from dragoman.protocols._checks import safe_message
 from dragoman.protocols.base import Context
 from dragoman.protocols.base import StreamEncoder
+from dragoman.protocols.openai_responses import search
 from dragoman.protocols.openai_responses.errors import ERROR_TYPES
 from dragoman.protocols.openai_responses.response_encode import base_object
 from dragoman.protocols.openai_responses.response_encode import encode_usage
@@ -75,6 +78,12 @@ class ResponsesStreamEncoder(ItemFraming, StreamEncoder):
         self._usage: Usage = Usage()
         self._custom = ctx.custom_tools()
         self._nsmap = namespaces(ctx)
+        #: search in play: consecutive text blocks join one message (an Anthropic upstream sends each cited
+        #: span as a block of its own); the message item whose block stopped, kept open for the next one
+        self._join = ctx.search is not None
+        self._linger: OutItem | None = None
+        #: where each joined text block starts in its message's text (citation offsets)
+        self._base: dict[int, int] = {}
 
     def _obj(self, status: str) -> dict[str, Any]:
         return base_object(self._rid, self._model, self._created, self.ctx, status)
@@ -134,8 +143,20 @@ class ResponsesStreamEncoder(ItemFraming, StreamEncoder):
 
     def _other(self, ev: StreamEvent) -> bytes:
         """Every event but the deltas (the hot path stays in ``encode``)."""
+        out = b""
+        if self._linger is not None:
+            if type(ev) is BlockStart and ev.kind is BlockKind.TEXT:
+                return self._rejoin(ev)
+            out = self._close_linger()
+        return out + self._other_event(ev)
+
+    def _other_event(self, ev: StreamEvent) -> bytes:
         if type(ev) is BlockStart:
             return self._block_start(ev)
+        if type(ev) is WebSearch:
+            return self._search(ev)
+        if type(ev) is CitationDelta:
+            return self._citation(ev)
         if type(ev) is BlockStop:
             b = self._blocks.get(ev.index)
             if b is None or not b.open:
@@ -144,6 +165,10 @@ class ResponsesStreamEncoder(ItemFraming, StreamEncoder):
                 )
             if b.held:
                 b.open = False  # done on the wire once the items before it are
+                return b""
+            if self._join and b.kind is BlockKind.TEXT:
+                b.open = False
+                self._linger = b
                 return b""
             self._live = None
             return self._block_stop(b) + self._release()
@@ -203,6 +228,48 @@ class ResponsesStreamEncoder(ItemFraming, StreamEncoder):
         self._live = b
         return self._item_added(b)
 
+    # ---------------------------------------------------------- search
+
+    def _rejoin(self, ev: BlockStart) -> bytes:
+        """The next text block continues the lingering message."""
+        b = self._linger
+        assert b is not None
+        if ev.index in self._blocks:
+            raise UpstreamProtocolError(f"duplicate BlockStart for block {ev.index} (phase {self.phase.value})")
+        self._linger = None
+        b.open = True
+        self._base[ev.index] = sum(len(c) for c in b.chunks)
+        self._blocks[ev.index] = b
+        return b""
+
+    def _close_linger(self) -> bytes:
+        b = self._linger
+        assert b is not None
+        self._linger = None
+        self._live = None
+        return self._block_stop(b) + self._release()
+
+    def _search(self, ev: WebSearch) -> bytes:
+        oi = len(self._output)
+        b = OutItem(BlockKind.TEXT, oi, self._mint("ws", search.item_id(ev.search)))
+        b.search = ev.search
+        b.open = False
+        self._output.append(None)
+        if self._live is not None:
+            b.held = True
+            self._held.append(b)
+            return b""
+        return self._replay(b) + self._block_stop(b)
+
+    def _citation(self, ev: CitationDelta) -> bytes:
+        b = self._block(ev.index, "CitationDelta")
+        if b.kind is not BlockKind.TEXT:
+            self.ctx.dropped.add("citations")
+            return b""
+        a = search.annotation(ev.citation, self._base.get(ev.index, 0))
+        b.annotations.append(a)
+        return b"" if b.held else self._annotation_ev(b, len(b.annotations) - 1, a)
+
     def _release(self) -> bytes:
         """The live item is done: held items go on the wire in start order; the first one still open
         becomes the live item."""
@@ -260,7 +327,7 @@ class ResponsesStreamEncoder(ItemFraming, StreamEncoder):
 
     def _close_open(self, status: str = "completed") -> bytes:
         """The end: the live item and every held one done, in order (``status`` for those still open)."""
-        out = b""
+        out = self._close_linger() if self._linger is not None else b""
         b = self._live
         if b is not None:
             self._live = None
