@@ -5,7 +5,8 @@
 * ``WebSearchPart``: one search the upstream ran (Anthropic ``server_tool_use`` + ``web_search_tool_result``,
   a Responses ``web_search_call`` item): its query, its sources, or the error it ended with.
 * ``Citation``: a cited span of an answer's text (Anthropic ``citations``, Responses/Chat ``url_citation``).
-  ``start``/``end`` index the text of the block (``TextPart``/stream block) that carries it, in characters.
+  ``start``/``end`` index the text of the block (``TextPart``/stream block) that carries it, in characters;
+  ``end == -1``: to the end of that block (a source cited without a span, as OpenRouter sends them).
 
 ``origin`` names the protocol an opaque value came from (``encrypted_content``, ``encrypted_index``, ids):
 such values only go back to an upstream of that protocol.
@@ -104,7 +105,7 @@ def split_spans(text: str, citations: list[Citation]) -> list[tuple[str, list[Ci
     n = len(text)
     spans: dict[tuple[int, int], list[Citation]] = {}
     for c in citations:
-        s, e = max(0, min(c.start, n)), max(0, min(c.end, n))
+        s, e = max(0, min(c.start, n)), n if c.end < 0 else max(0, min(c.end, n))
         if e > s:
             spans.setdefault((s, e), []).append(c)
     out: list[tuple[str, list[Citation]]] = []

@@ -37,8 +37,8 @@ from dragoman.ir.request import Request
 from dragoman.ir.request import TextPart
 from dragoman.ir.request import Tool
 from dragoman.ir.search import SEARCH_NATIVE
-from dragoman.protocols.anthropic_messages.content_encode import part_blocks
 from dragoman.protocols.anthropic_messages import search
+from dragoman.protocols.anthropic_messages.content_encode import part_blocks
 from dragoman.protocols.base import Context
 
 DEFAULT_MAX_TOKENS = 8192

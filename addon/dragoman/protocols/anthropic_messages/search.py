@@ -270,7 +270,9 @@ def history_text_block(p: TextPart, ctx: Context) -> dict[str, Any] | None:
         return None
     if not p.citations:
         return {"type": "text", "text": p.text}
-    if all(c.encrypted_index for c in p.citations) and all(c.start == 0 and c.end == len(p.text) for c in p.citations):
+    if all(c.encrypted_index for c in p.citations) and all(
+        c.start == 0 and c.end in (-1, len(p.text)) for c in p.citations
+    ):
         return {"type": "text", "text": p.text, "citations": [citation_to_wire(c, p.text) for c in p.citations]}
     ctx.dropped.add("citations")
     return {"type": "text", "text": p.text}

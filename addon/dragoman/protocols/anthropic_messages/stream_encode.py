@@ -421,7 +421,9 @@ class AnthropicStreamEncoder(StreamEncoder):
             i = self._next_index
             self._next_index += 1
             start, deltas = search.block_events(block)
-            out += encode_json("content_block_start", {"type": "content_block_start", "index": i, "content_block": start})
+            out += encode_json(
+                "content_block_start", {"type": "content_block_start", "index": i, "content_block": start}
+            )
             if self.phase is EncPhase.STARTED:
                 out += _PING
                 self.phase = EncPhase.STREAMING

@@ -18,10 +18,10 @@ from dragoman.ir.request import ResponseFormat
 from dragoman.ir.request import TextPart
 from dragoman.ir.request import ThinkingPart
 from dragoman.ir.request import Tool
-from dragoman.ir.search import SEARCH_NATIVE
-from dragoman.ir.search import WebSearchPart
 from dragoman.ir.request import ToolCallPart
 from dragoman.ir.request import ToolResultPart
+from dragoman.ir.search import SEARCH_NATIVE
+from dragoman.ir.search import WebSearchPart
 from dragoman.protocols._data_url import data_url
 from dragoman.protocols.base import Context
 from dragoman.protocols.openai_responses import search

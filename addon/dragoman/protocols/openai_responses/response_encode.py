@@ -169,7 +169,7 @@ def cited_text_part(content: list[Any], start: int) -> dict[str, Any]:
     for p in content[start:]:
         if not isinstance(p, TextPart):
             break
-        annotations.extend(search.annotation(c, at) for c in p.citations or [])
+        annotations.extend(search.annotation(c, at, len(p.text)) for c in p.citations or [])
         texts.append(p.text)
         at += len(p.text)
     return {"type": "output_text", "text": "".join(texts), "annotations": annotations, "logprobs": []}

@@ -112,7 +112,11 @@ def history_item(part: s.WebSearchPart, ctx: Context) -> dict[str, Any]:
         return call_item(part, part.id)
     ctx.dropped.add("web_search_call(as_text)")
     text = s.context_text(part)
-    return {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text, "annotations": []}]}
+    return {
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": text, "annotations": []}],
+    }
 
 
 # ---------------------------------------------------------------- annotations
@@ -137,11 +141,12 @@ def citations_from(annotations: Any, dropped: Dropped) -> list[s.Citation] | Non
     return out or None
 
 
-def annotation(c: s.Citation, offset: int = 0) -> dict[str, Any]:
+def annotation(c: s.Citation, offset: int, length: int) -> dict[str, Any]:
+    """A citation of a text block that starts at ``offset`` of its message's text, ``length`` characters long."""
     return {
         "type": "url_citation",
         "start_index": c.start + offset,
-        "end_index": c.end + offset,
+        "end_index": (length if c.end < 0 else c.end) + offset,
         "title": c.title or c.url,
         "url": c.url,
     }

@@ -266,7 +266,8 @@ class ResponsesStreamEncoder(ItemFraming, StreamEncoder):
         if b.kind is not BlockKind.TEXT:
             self.ctx.dropped.add("citations")
             return b""
-        a = search.annotation(ev.citation, self._base.get(ev.index, 0))
+        base = self._base.get(ev.index, 0)
+        a = search.annotation(ev.citation, base, sum(len(c) for c in b.chunks) - base)
         b.annotations.append(a)
         return b"" if b.held else self._annotation_ev(b, len(b.annotations) - 1, a)
 
