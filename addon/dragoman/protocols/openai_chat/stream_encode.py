@@ -89,6 +89,7 @@ class ChatStreamEncoder(StreamEncoder):
         self._count = ctx.search is not None
         self._chars = 0
         self._base: dict[int, int] = {}
+        self._annotations: list[dict[str, Any]] = []
 
     # -- interface
 
@@ -195,12 +196,15 @@ class ChatStreamEncoder(StreamEncoder):
         return self._unexpected(ev)
 
     def _citation(self, ev: CitationDelta) -> bytes:
-        """A citation: a chunk with ``delta.annotations`` spanning the content as the client received it."""
+        """A citation, spanning the content as the client received it. All go in ONE ``delta.annotations``
+        chunk before the finish (the official SDK's accumulator cannot merge a second annotations list: its
+        entries have no ``index``; OpenRouter sends them in one chunk too)."""
         if self._kinds.get(ev.index) is not _TEXT or not self._count:
             self.ctx.dropped.add("citations")
             return b""
         base = self._base.get(ev.index, 0)
-        return self._chunk({"annotations": [search.annotation(ev.citation, base, self._chars - base)]})
+        self._annotations.append(search.annotation(ev.citation, base, self._chars - base))
+        return b""
 
     def _block_start(self, ev: BlockStart) -> bytes:
         if ev.index in self._kinds:
@@ -254,7 +258,8 @@ class ChatStreamEncoder(StreamEncoder):
             finish = "tool_calls"  # an Anthropic end_turn after tool_use still means tool calls to a Chat client
         elif finish == "tool_calls" and not self._next_tool:
             finish = "stop"  # "tool_calls" without any call would send a Chat agent loop looking for one
-        out = self._chunk({}, finish)
+        out = self._chunk({"annotations": self._annotations}) if self._annotations else b""
+        out += self._chunk({}, finish)
         req = self.ctx.request
         if req is not None and req.include_usage:
             out += self._prefix + b"[]," + b'"usage":' + _dumps(encode_usage(self._usage)) + b"}\n\n"

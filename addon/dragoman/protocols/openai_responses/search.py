@@ -81,18 +81,25 @@ def part_from_item(item: dict[str, Any]) -> s.WebSearchPart:
     ]
     if isinstance(action.get("url"), str):
         sources.append(s.SearchSource(url=action["url"]))
-    iid = item.get("id")
+    iid = item.get("id") if isinstance(item.get("id"), str) else ""
     return s.WebSearchPart(
-        id=iid if isinstance(iid, str) else "",
+        id=iid,
         query=query,
         sources=sources,
         error=s.UNAVAILABLE if item.get("status") == FAILED else None,
-        origin=s.RESPONSES,
+        # an item Dragoman made from another API's search (``item_id``) is not the Responses API's own
+        origin=s.RESPONSES if not iid.startswith(FOREIGN_PREFIX) else None,
     )
 
 
+#: the id prefix of an item made from an Anthropic search (its ``srvtoolu_`` id after ``ws_``)
+FOREIGN_PREFIX = ID_PREFIX + "srvtoolu"
+
+
 def item_id(part: s.WebSearchPart) -> str:
-    return part.id if part.id.startswith(ID_PREFIX) else ID_PREFIX + "".join(c for c in part.id if c.isalnum())
+    if part.id.startswith(ID_PREFIX):
+        return part.id
+    return ID_PREFIX + "".join(c for c in part.id if c.isalnum() or c == "_")
 
 
 def call_item(part: s.WebSearchPart, iid: str, *, done: bool = True) -> dict[str, Any]:
