@@ -25,9 +25,9 @@ from conftest import chunkings
 from conftest import run_stream
 from corpus_loader import samples
 from dragoman.protocols import Protocol
-from dragoman.protocols import get_codec
 from dragoman.protocols import profiles
 from dragoman.protocols.base import Context
+from dragoman.protocols.registry import get_codec
 from dragoman.translate.plan import Plan
 from dragoman.translate.request import decode_client_request
 from dragoman.translate.request import encode_upstream_request

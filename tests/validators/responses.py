@@ -31,8 +31,8 @@ from validators import is_int
 from validators import load_body
 from validators import need
 from validators import parse_json_object
-from validators.sse import Frame
 from validators import search
+from validators.sse import Frame
 from validators.sse import parse_sse
 
 TERMINAL = {"response.completed", "response.incomplete", "response.failed"}

@@ -4,12 +4,14 @@ When a request offers a hosted web search and the upstream cannot run one (``Con
 ``SEARCH_UNAVAILABLE``, set by the upstream's request encoder), the client must not take the answer for a
 searched one: its reply opens with a search call that failed with ``unavailable`` (Anthropic
 ``web_search_tool_result_error``, a Responses ``web_search_call`` with status ``failed``), so Claude Code and
-Codex show a failed search. ``ModuleCodec`` applies this to every decoder (whole and streamed).
+Codex show a failed search. ``SearchCodec`` (the ``ModuleCodec`` of the protocol packages) applies this to
+every decoder, whole and streamed.
 """
 
 from __future__ import annotations
 
 import secrets
+from typing import Any
 
 from dragoman.ir import search as s
 from dragoman.ir.events import MessageStart
@@ -19,6 +21,7 @@ from dragoman.ir.request import Request
 from dragoman.ir.request import TextPart
 from dragoman.ir.response import Response
 from dragoman.protocols.base import Context
+from dragoman.protocols.base import ModuleCodec
 from dragoman.protocols.base import StreamDecoder
 from dragoman.sse.events import SSEEvent
 
@@ -79,3 +82,15 @@ class UnavailableSearchDecoder(StreamDecoder):
 
     def close(self) -> list[StreamEvent]:
         return self._inner.close()
+
+
+class SearchCodec(ModuleCodec):
+    """A ``ModuleCodec`` whose decoders open the reply with the unavailable search when ``is_unavailable``."""
+
+    def decode_response(self, body: dict[str, Any], ctx: Context) -> Response:
+        resp = super().decode_response(body, ctx)
+        return prepend_unavailable(resp, ctx) if is_unavailable(ctx) else resp
+
+    def stream_decoder(self, ctx: Context) -> StreamDecoder:
+        dec = super().stream_decoder(ctx)
+        return UnavailableSearchDecoder(dec, ctx) if is_unavailable(ctx) else dec

@@ -166,10 +166,7 @@ class ModuleCodec(Codec):
         return self._encode_request(req, ctx)
 
     def decode_response(self, body: dict[str, Any], ctx: Context) -> Response:
-        from dragoman.protocols import _search
-
-        resp = self._decode_response(body, ctx)
-        return _search.prepend_unavailable(resp, ctx) if _search.is_unavailable(ctx) else resp
+        return self._decode_response(body, ctx)
 
     def encode_response(self, resp: Response, ctx: Context) -> dict[str, Any]:
         return self._encode_response(resp, ctx)
@@ -181,10 +178,7 @@ class ModuleCodec(Codec):
         return self._encode_error(err)
 
     def stream_decoder(self, ctx: Context) -> StreamDecoder:
-        from dragoman.protocols import _search
-
-        dec = self._stream_decoder(ctx)
-        return _search.UnavailableSearchDecoder(dec, ctx) if _search.is_unavailable(ctx) else dec
+        return self._stream_decoder(ctx)
 
     def stream_encoder(self, ctx: Context) -> StreamEncoder:
         return self._stream_encoder(ctx)
