@@ -33,6 +33,10 @@ from dragoman.translate.request import decode_client_request
 from dragoman.translate.request import encode_upstream_request
 from dragoman.translate.response import translate_response
 from dragoman.translate.stream import StreamTranslator
+from search_clients import SEARCH_REQUESTS
+from search_clients import anthropic_sdk as _anthropic_sdk
+from search_clients import chat_sdk as _chat_sdk
+from search_clients import responses_sdk as _responses_sdk
 from validators import anthropic as va
 from validators import chat as vc
 from validators import responses as vr
@@ -42,34 +46,6 @@ A, C, R = Protocol.ANTHROPIC_MESSAGES, Protocol.OPENAI_CHAT, Protocol.OPENAI_RES
 NAMES = {A: "anthropic", C: "openai-chat", R: "openai-responses"}
 STREAM_VALIDATORS = {A: va.validate_stream, C: vc.validate_stream, R: vr.validate_stream}
 BODY_VALIDATORS = {A: va.validate_message, C: vc.validate_completion, R: vr.validate_response}
-
-#: a client request offering a web search, per client protocol (each protocol's documented tool shape)
-SEARCH_REQUESTS = {
-    A: {
-        "model": "m",
-        "max_tokens": 1024,
-        "messages": [{"role": "user", "content": "What happened in tech news today?"}],
-        "tools": [
-            {
-                "type": "web_search_20250305",
-                "name": "web_search",
-                "max_uses": 5,
-                "allowed_domains": ["example.com"],
-                "user_location": {"type": "approximate", "city": "Paris", "country": "FR"},
-            }
-        ],
-    },
-    R: {
-        "model": "m",
-        "input": "What happened in tech news today?",
-        "tools": [{"type": "web_search", "user_location": {"type": "approximate", "country": "FR"}}],
-    },
-    C: {
-        "model": "m",
-        "messages": [{"role": "user", "content": "What happened in tech news today?"}],
-        "web_search_options": {"search_context_size": "medium"},
-    },
-}
 
 
 @pytest.fixture(autouse=True)
@@ -181,7 +157,9 @@ def test_cases_cover_every_pair_streamed_and_whole():
             assert any(u.citations for u in ups), (upstream, stream)
             if upstream is not C:
                 assert any(x.query for u in ups for x in u.searches), (upstream, stream)
-            if upstream is A or (stream and upstream is R):  # the whole Responses recordings' sources are APIs (weather), not urls
+            if upstream is A or (
+                stream and upstream is R
+            ):  # the whole Responses recordings' sources are APIs (weather), not urls
                 assert any(x.urls for u in ups for x in u.searches), (upstream, stream)
 
 
@@ -218,61 +196,8 @@ def _check_sdk(client: Protocol, data: bytes, want, *, stream: bool) -> None:
     else:
         msg = _chat_sdk(data, stream)
         text = msg.content or ""
-        cites = {Cite(a.url_citation.url, text[a.url_citation.start_index : a.url_citation.end_index]) for a in msg.annotations or []}
+        cites = {
+            Cite(a.url_citation.url, text[a.url_citation.start_index : a.url_citation.end_index])
+            for a in msg.annotations or []
+        }
         assert cites == set(want.citations)
-
-
-def _mock_client(sdk, httpx, data: bytes, stream: bool):
-    ctype = "text/event-stream" if stream else "application/json"
-
-    def handler(request):
-        return httpx.Response(200, headers={"content-type": ctype}, content=data)
-
-    return sdk, httpx.Client(transport=httpx.MockTransport(handler))
-
-
-def _httpx():
-    try:
-        import httpx2 as httpx
-    except ImportError:
-        httpx = pytest.importorskip("httpx")
-    return httpx
-
-
-def _anthropic_sdk(data: bytes, stream: bool):
-    anthropic = pytest.importorskip("anthropic")
-    _, http = _mock_client(anthropic, _httpx(), data, stream)
-    client = anthropic.Anthropic(api_key="k", base_url="http://127.0.0.1:9", max_retries=0, http_client=http)
-    args = {"model": "m", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]}
-    if not stream:
-        return client.messages.create(**args)
-    with client.messages.stream(**args) as s:
-        return s.get_final_message()
-
-
-def _responses_sdk(data: bytes, stream: bool):
-    openai = pytest.importorskip("openai")
-    _, http = _mock_client(openai, _httpx(), data, stream)
-    client = openai.OpenAI(api_key="sk-test", base_url="http://test.invalid/v1", http_client=http, max_retries=0)
-    if not stream:
-        return client.responses.create(model="m", input="hi")
-    with client.responses.stream(model="m", input="hi") as s:
-        last = None
-        for ev in s:  # the SDK's parsed events; the terminal one holds the response (also when incomplete)
-            if ev.type in ("response.completed", "response.incomplete"):
-                last = ev.response
-        assert last is not None
-        return last
-
-
-def _chat_sdk(data: bytes, stream: bool):
-    openai = pytest.importorskip("openai")
-    if not stream:
-        return openai.types.chat.ChatCompletion.model_validate_json(data).choices[0].message
-    streaming = pytest.importorskip("openai.lib.streaming.chat")
-    state = streaming.ChatCompletionStreamState()
-    for frame in data.split(b"\n\n"):
-        if frame.startswith(b"data: ") and frame[6:] != b"[DONE]":
-            state.handle_chunk(openai.types.chat.ChatCompletionChunk.model_validate_json(frame[6:]))
-    # the accumulated snapshot (get_final_completion raises on a content_filter finish, as after a refusal)
-    return state.current_completion_snapshot.choices[0].message

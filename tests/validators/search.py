@@ -182,7 +182,10 @@ def anthropic_message(body: bytes | str | dict) -> SearchSummary:
 def _responses_call(item: dict[str, Any], where: str) -> Search:
     need(item.get("status") in ("completed", "failed", "incomplete"), f"{where}: web_search_call status")
     action = item.get("action") or {}
-    need(action.get("type") in ("search", "open_page", "find", "find_in_page"), f"{where}: action.type {action.get('type')!r}")
+    need(
+        action.get("type") in ("search", "open_page", "find", "find_in_page"),
+        f"{where}: action.type {action.get('type')!r}",
+    )
     urls = []
     for src in action.get("sources") or []:
         need(isinstance(src, dict) and src.get("type") in ("url", "api"), f"{where}: source {src!r}")

@@ -10,6 +10,7 @@ every decoder, whole and streamed.
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 from typing import Any
 
@@ -41,10 +42,10 @@ def last_user_text(req: Request | None) -> str:
     return ""
 
 
-def unavailable(ctx: Context) -> s.WebSearchPart:
-    return s.WebSearchPart(
-        id="srvtoolu_" + secrets.token_hex(12), query=last_user_text(ctx.request), error=s.UNAVAILABLE
-    )
+def unavailable(ctx: Context, message_id: str) -> s.WebSearchPart:
+    """The failed search; its id is derived from the reply's id (unique per reply, the same on a replay)."""
+    digest = hashlib.blake2s(message_id.encode(), digest_size=12).hexdigest() if message_id else secrets.token_hex(12)
+    return s.WebSearchPart(id="srvtoolu_" + digest, query=last_user_text(ctx.request), error=s.UNAVAILABLE)
 
 
 def is_unavailable(ctx: Context) -> bool:
@@ -52,7 +53,7 @@ def is_unavailable(ctx: Context) -> bool:
 
 
 def prepend_unavailable(resp: Response, ctx: Context) -> Response:
-    resp.content.insert(0, unavailable(ctx))
+    resp.content.insert(0, unavailable(ctx, resp.id))
     return resp
 
 
@@ -76,7 +77,7 @@ class UnavailableSearchDecoder(StreamDecoder):
             for i, e in enumerate(out):
                 if type(e) is MessageStart:
                     self._sent = True
-                    out.insert(i + 1, WebSearch(unavailable(self._ctx)))
+                    out.insert(i + 1, WebSearch(unavailable(self._ctx, e.id)))
                     break
         return out
 
