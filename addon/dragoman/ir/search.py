@@ -93,7 +93,8 @@ def location_fields(loc: Any) -> dict[str, str] | None:
     Anthropic and Responses put them at the top, Chat under ``approximate``)."""
     if not isinstance(loc, dict):
         return None
-    src = loc.get("approximate") if isinstance(loc.get("approximate"), dict) else loc
+    inner = loc.get("approximate")
+    src: dict[str, Any] = inner if isinstance(inner, dict) else loc
     out = {k: v for k in ("city", "region", "country", "timezone") if isinstance(v := src.get(k), str) and v}
     return out or None
 

@@ -67,8 +67,8 @@ class UnavailableSearchDecoder(StreamDecoder):
         self._ctx = ctx
         self._sent = False
 
-    @property  # type: ignore[override]
-    def done(self) -> bool:
+    @property  # type: ignore[override,unused-ignore]
+    def done(self) -> bool:  # type: ignore[override,unused-ignore]
         return self._inner.done
 
     def feed(self, ev: SSEEvent) -> list[StreamEvent]:

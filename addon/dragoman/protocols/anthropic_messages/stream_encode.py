@@ -324,6 +324,9 @@ class AnthropicStreamEncoder(StreamEncoder):
         else:
             if self.phase is EncPhase.ENDING:
                 raise UpstreamProtocolError(f"{type(ev).__name__} after MessageDelta in phase {self.phase.name}")
+            if isinstance(ev, (CitationDelta, WebSearch)):  # reached only when _search_event passed them on
+                self.ctx.dropped.add("citations")
+                return bytes(out)
             self._block_event(out, ev)
         return bytes(out)
 

@@ -42,8 +42,8 @@ def spec_from_body(body: dict[str, Any]) -> s.WebSearchSpec | None:
         )
     for t in body.get("tools") or []:
         if isinstance(t, dict) and t.get("type") == OPENROUTER_TOOL:
-            params = t.get("parameters") if isinstance(t.get("parameters"), dict) else {}
-            return _openrouter_spec(params)
+            params = t.get("parameters")
+            return _openrouter_spec(params if isinstance(params, dict) else {})
     for p in body.get("plugins") or []:
         if isinstance(p, dict) and p.get("id") == "web":
             return _openrouter_spec({"allowed_domains": p.get("include_domains"), **p})

@@ -69,7 +69,8 @@ def tool_from_spec(spec: s.WebSearchSpec, ctx: Context) -> dict[str, Any]:
 def part_from_item(item: dict[str, Any]) -> s.WebSearchPart:
     """A ``web_search_call`` item -> its search (the query of a ``search`` action; the page of
     ``open_page``/``find``; failed -> ``unavailable``)."""
-    action = item.get("action") if isinstance(item.get("action"), dict) else {}
+    raw_action = item.get("action")
+    action: dict[str, Any] = raw_action if isinstance(raw_action, dict) else {}
     query = action.get("query")
     if not isinstance(query, str):
         queries = action.get("queries")
@@ -81,7 +82,8 @@ def part_from_item(item: dict[str, Any]) -> s.WebSearchPart:
     ]
     if isinstance(action.get("url"), str):
         sources.append(s.SearchSource(url=action["url"]))
-    iid = item.get("id") if isinstance(item.get("id"), str) else ""
+    raw_id = item.get("id")
+    iid = raw_id if isinstance(raw_id, str) else ""
     return s.WebSearchPart(
         id=iid,
         query=query,
