@@ -50,9 +50,7 @@ from dragoman.ir.events import WebSearch
 from dragoman.ir.mapping import IR_TO_ANTHROPIC
 from dragoman.ir.mapping import refused_stop
 from dragoman.ir.request import CUSTOM_TOOL_PARAM
-from dragoman.ir.request import TextPart
 from dragoman.ir.search import SEARCH_ANNOTATIONS
-from dragoman.ir.search import SEARCH_NATIVE
 from dragoman.ir.search import Citation
 from dragoman.protocols._checks import safe_message
 from dragoman.protocols.anthropic_messages import search
@@ -66,6 +64,7 @@ from dragoman.protocols.anthropic_messages.stream_hold import OutBlock
 from dragoman.protocols.anthropic_messages.stream_hold import Run
 from dragoman.protocols.anthropic_messages.stream_hold import TextEvent
 from dragoman.protocols.anthropic_messages.stream_hold import hold
+from dragoman.protocols.anthropic_messages.stream_search import SearchBlocks
 from dragoman.protocols.base import KEEPALIVE_COMMENT
 from dragoman.protocols.base import Context
 from dragoman.protocols.base import StreamEncoder
@@ -100,7 +99,7 @@ _dumps = orjson.dumps
 _CUSTOM_PREFIX = '{"' + CUSTOM_TOOL_PARAM + '":"'
 
 
-class AnthropicStreamEncoder(StreamEncoder):
+class AnthropicStreamEncoder(SearchBlocks, StreamEncoder):
     """IR events -> Anthropic SSE in the real API's order.
 
     ``message_start``, first ``content_block_start``, ``ping``, deltas, ``content_block_stop``, ...,
@@ -175,11 +174,15 @@ class AnthropicStreamEncoder(StreamEncoder):
         out += encode_json(
             "content_block_start", {"type": "content_block_start", "index": b.wire_index, "content_block": cb}
         )
-        if self.phase is EncPhase.STARTED:
-            out += encode_json("ping", {"type": "ping"})
-            self.phase = EncPhase.STREAMING
+        self._started_ping(out)
         if kind is BlockKind.CUSTOM_TOOL_CALL:
             self._delta(out, b, {"type": "input_json_delta", "partial_json": _CUSTOM_PREFIX})
+
+    def _started_ping(self, out: bytearray) -> None:
+        """After the first block's start: the ``ping`` the real API sends there."""
+        if self.phase is EncPhase.STARTED:
+            out += _PING
+            self.phase = EncPhase.STREAMING
 
     def _delta(self, out: bytearray, b: OutBlock, delta: dict[str, Any]) -> None:
         out += encode_json(
@@ -369,75 +372,6 @@ class AnthropicStreamEncoder(StreamEncoder):
             )
         out += encode_json("message_stop", {"type": "message_stop"})
         self.phase = EncPhase.STOPPED
-
-    # -- search: whole blocks written at once (``search``)
-
-    def _search_event(self, ev: StreamEvent) -> bytes | None:
-        """A search event, or a text event of a held block, as bytes; None: not one of those."""
-        t = type(ev)
-        out = bytearray()
-        if t is WebSearch:
-            assert isinstance(ev, WebSearch)
-            self._ensure_started(out)
-            if ev.search.error is None:
-                self._searches += 1
-            if self.ctx.search == SEARCH_NATIVE:
-                self._hold_text = True  # the answer that follows cites after its text (Responses annotations)
-            self._write_blocks(out, search.search_blocks(ev.search))
-            return bytes(out)
-        if t is BlockStart:
-            assert isinstance(ev, BlockStart)
-            if self._hold_text and ev.kind is BlockKind.TEXT and ev.index not in self._held:
-                self._held[ev.index] = ([], [])
-                return b""
-            return None
-        idx = getattr(ev, "index", None)
-        held = self._held.get(idx) if type(idx) is int else None
-        if t is CitationDelta:
-            assert isinstance(ev, CitationDelta)
-            if held is None:
-                self.ctx.dropped.add("citations(after_their_text)")
-            else:
-                held[1].append(ev.citation)
-            return b""
-        if held is None:
-            return None
-        if t is TextDelta:
-            assert isinstance(ev, TextDelta)
-            held[0].append(ev.text)
-        elif t is BlockStop:
-            del self._held[ev.index]  # type: ignore[union-attr]
-            self._ensure_started(out)
-            self._write_blocks(out, search.text_blocks(TextPart("".join(held[0]), held[1] or None)))
-        return bytes(out)
-
-    def _write_blocks(self, out: bytearray, blocks: list[dict[str, Any]]) -> None:
-        """Whole blocks, each opened, filled and closed; they wait while a tool block is open."""
-        cur = self._open
-        if cur is not None and cur.kind in _TOOL_KINDS:
-            self._late.extend(blocks)
-            return
-        if cur is not None:
-            self._close_wire(out, cur)
-            cur.status = BlockStatus.SUSPENDED
-        for block in blocks:
-            i = self._next_index
-            self._next_index += 1
-            start, deltas = search.block_events(block)
-            out += encode_json(
-                "content_block_start", {"type": "content_block_start", "index": i, "content_block": start}
-            )
-            if self.phase is EncPhase.STARTED:
-                out += _PING
-                self.phase = EncPhase.STREAMING
-            for d in deltas:
-                out += encode_json("content_block_delta", {"type": "content_block_delta", "index": i, "delta": d})
-            out += encode_json("content_block_stop", {"type": "content_block_stop", "index": i})
-
-    def _write_late(self, out: bytearray) -> None:
-        if self._late and (self._open is None or self._open.kind not in _TOOL_KINDS):
-            late, self._late = self._late, []
-            self._write_blocks(out, late)
 
     def keepalive(self) -> bytes:
         """A ``ping`` event, as the real API sends; before ``message_start`` an SSE comment instead (the SDK's
