@@ -42,15 +42,14 @@ from dragoman.ir.events import WebSearch
 from dragoman.protocols._checks import safe_message
 from dragoman.protocols.base import Context
 from dragoman.protocols.base import StreamEncoder
-from dragoman.protocols.openai_responses import search
 from dragoman.protocols.openai_responses.errors import ERROR_TYPES
 from dragoman.protocols.openai_responses.response_encode import base_object
 from dragoman.protocols.openai_responses.response_encode import encode_usage
 from dragoman.protocols.openai_responses.response_encode import namespaces
 from dragoman.protocols.openai_responses.response_encode import response_id
 from dragoman.protocols.openai_responses.response_encode import stop_status
-from dragoman.protocols.openai_responses.stream_encode_items import ItemFraming
 from dragoman.protocols.openai_responses.stream_encode_items import OutItem
+from dragoman.protocols.openai_responses.stream_encode_search import SearchItems
 
 logger = logging.getLogger(__name__)
 
@@ -62,7 +61,7 @@ class Phase(Enum):
     DONE = "done"  # the terminal event was written
 
 
-class ResponsesStreamEncoder(ItemFraming, StreamEncoder):
+class ResponsesStreamEncoder(SearchItems, StreamEncoder):
     def __init__(self, ctx: Context) -> None:
         super().__init__(ctx)
         self.phase = Phase.WAITING
@@ -227,49 +226,6 @@ class ResponsesStreamEncoder(ItemFraming, StreamEncoder):
             return b""
         self._live = b
         return self._item_added(b)
-
-    # ---------------------------------------------------------- search
-
-    def _rejoin(self, ev: BlockStart) -> bytes:
-        """The next text block continues the lingering message."""
-        b = self._linger
-        assert b is not None
-        if ev.index in self._blocks:
-            raise UpstreamProtocolError(f"duplicate BlockStart for block {ev.index} (phase {self.phase.value})")
-        self._linger = None
-        b.open = True
-        self._base[ev.index] = sum(len(c) for c in b.chunks)
-        self._blocks[ev.index] = b
-        return b""
-
-    def _close_linger(self) -> bytes:
-        b = self._linger
-        assert b is not None
-        self._linger = None
-        self._live = None
-        return self._block_stop(b) + self._release()
-
-    def _search(self, ev: WebSearch) -> bytes:
-        oi = len(self._output)
-        b = OutItem(BlockKind.TEXT, oi, self._mint("ws", search.item_id(ev.search)))
-        b.search = ev.search
-        b.open = False
-        self._output.append(None)
-        if self._live is not None:
-            b.held = True
-            self._held.append(b)
-            return b""
-        return self._replay(b) + self._block_stop(b)
-
-    def _citation(self, ev: CitationDelta) -> bytes:
-        b = self._block(ev.index, "CitationDelta")
-        if b.kind is not BlockKind.TEXT:
-            self.ctx.dropped.add("citations")
-            return b""
-        base = self._base.get(ev.index, 0)
-        a = search.annotation(ev.citation, base, sum(len(c) for c in b.chunks) - base)
-        b.annotations.append(a)
-        return b"" if b.held else self._annotation_ev(b, len(b.annotations) - 1, a)
 
     def _release(self) -> bytes:
         """The live item is done: held items go on the wire in start order; the first one still open
