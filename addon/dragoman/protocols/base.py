@@ -53,6 +53,8 @@ class Context:
     #: how the upstream serves the hosted web search the request offers (``dragoman.ir.search.SEARCH_*``),
     #: set by the upstream's request encoder; None: no search offered
     search: str | None = None
+    #: an Anthropic upstream gets single-underscore ``mcp_`` tool names as ``mcp__`` (``translate.mcp_names``)
+    mcp_prefix: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
     def custom_tools(self) -> set[str]:
