@@ -122,8 +122,10 @@ def wait_port(port: int, proc: Proc, timeout: float = 30.0) -> None:
     raise RuntimeError(f"{proc.name} did not listen on {port} within {timeout}s: {proc.log_tail()}")
 
 
-def start_upstream(core: int | None, prewarm: list[int]) -> Proc:
+def start_upstream(core: int | None, prewarm: list[int], delay: float = 0.0) -> Proc:
     cmd = [*pin_prefix(core), sys.executable, str(BENCH / "fake_upstream.py"), "--port", "0"]
+    if delay:
+        cmd += ["--delay", str(delay)]
     if prewarm:
         cmd += ["--prewarm", ",".join(str(n) for n in prewarm)]
     p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=BENCH)
