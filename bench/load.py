@@ -1,6 +1,6 @@
 """Issue 31: Dragoman next to a pass-through mitmdump under four loads, side by side, as ratios.
 
-* **short requests**: ``--requests`` non-streamed requests (a Claude Code-shaped Anthropic request on a Chat
+* **short requests**: 2,048 non-streamed requests (a Claude Code-shaped Anthropic request on a Chat
   upstream, model ``text``: a short JSON answer) over 32 keep-alive connections; mitmdump CPU per request
   (``/proc`` utime+stime delta ÷ requests) and requests/s, for a single upstream and for a two-entry route
   (the failover relay), against the pass-through (the same request shape, Chat client to the Chat upstream);
@@ -34,10 +34,11 @@ from dataclasses import dataclass
 from dataclasses import field
 from pathlib import Path
 
-import mitm
 import orjson
 import procs
 import streams
+
+import mitm
 
 PACE = 0.05  # seconds between two events of a paced stream (20 events/s)
 RESULTS = procs.BENCH / "results"
@@ -330,28 +331,11 @@ def _rows(res: dict) -> list[list[str]]:
     one = res.get("one_stream")
     if one:
         routes = one["routes"]
-        base, dm = routes.get("pass-through chat", {}), routes.get("dragoman anthropic<-chat", {})
-        if base.get("events_per_s") and dm.get("events_per_s"):
-            eps = _ratio(dm["events_per_s"]["samples"], base["events_per_s"]["samples"])
-            cpu = _ratio(dm["cpu_us_per_event"]["samples"], base["cpu_us_per_event"]["samples"])
-            dt = dm["ttfb_ms"]["median"] - base["ttfb_ms"]["median"]
-            for label, r in ((pt, base), ("dragoman anthropic<-chat", dm)):
-                rows.append(
-                    [
-                        "one stream",
-                        label,
-                        f"{_span(r['events_per_s']['samples'])} events/s",
-                        f"{_span(r['cpu_us_per_event']['samples'], 1)} µs CPU/event, TTFB {r['ttfb_ms']['median']:.2f} ms",
-                        "" if r is base else f"events/s {_span(eps, 2)}x, CPU {_span(cpu, 2)}x, TTFB {dt:+.2f} ms",
-                        ""
-                        if r is base
-                        else "≥0.9x / ≤1.2x / ≤+0.5 ms: "
-                        + "/".join(
-                            "met" if c else "NOT met"
-                            for c in (statistics.median(eps) >= 0.9, statistics.median(cpu) <= 1.2, dt <= 0.5)
-                        ),
-                    ]
-                )
+        base = routes.get("pass-through chat", {})
+        names = ("dragoman anthropic<-chat", "baseline anthropic<-chat")
+        if base.get("events_per_s"):
+            rows.append(_stream_row(pt, base, None))
+            rows += [_stream_row(n, routes[n], base) for n in names if (routes.get(n) or {}).get("events_per_s")]
     for key, title in (("paced", "500 paced streams"),):
         pr = res.get(key)
         if not pr:
@@ -410,6 +394,26 @@ def _rows(res: dict) -> list[list[str]]:
     return rows
 
 
+def _stream_row(label: str, r: dict, base: dict | None) -> list[str]:
+    figures = [
+        "one stream",
+        label,
+        f"{_span(r['events_per_s']['samples'])} events/s",
+        f"{_span(r['cpu_us_per_event']['samples'], 1)} µs CPU/event, TTFB {r['ttfb_ms']['median']:.2f} ms",
+    ]
+    if base is None:
+        return [*figures, "", ""]
+    eps = _ratio(r["events_per_s"]["samples"], base["events_per_s"]["samples"])
+    cpu = _ratio(r["cpu_us_per_event"]["samples"], base["cpu_us_per_event"]["samples"])
+    dt = r["ttfb_ms"]["median"] - base["ttfb_ms"]["median"]
+    met = (statistics.median(eps) >= 0.9, statistics.median(cpu) <= 1.2, dt <= 0.5)
+    return [
+        *figures,
+        f"events/s {_span(eps, 2)}x, CPU {_span(cpu, 2)}x, TTFB {dt:+.2f} ms",
+        "≥0.9x / ≤1.2x / ≤+0.5 ms: " + "/".join("met" if c else "NOT met" for c in met),
+    ]
+
+
 def _translator_rows() -> list[list[str]]:
     """Translator alone vs the orjson floor, from ``run.py``'s last results (``make bench`` runs it first)."""
     latest = RESULTS / "latest.json"
@@ -455,6 +459,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sections", default="short,stream,paced,burst")
     ap.add_argument("--mitmdump", default=str(Path(sys.executable).parent / "mitmdump"))
     ap.add_argument("--script", default=str(mitm.DRAGOMAN_SCRIPT), help="the Dragoman entry script to measure")
+    ap.add_argument(
+        "--baseline",
+        default="",
+        help="another checkout's root (e.g. `git archive main addon | tar -x -C DIR`): its Dragoman measured too, "
+        "same run, for before/after ratios (short requests and one stream)",
+    )
     ap.add_argument("--out", default=str(RESULTS / "load.json"))
     a = ap.parse_args(argv)
     if a.probe:
@@ -463,7 +473,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     sections = set(a.sections.split(","))
     rounds = a.rounds or (1 if a.quick else 3)
-    n_req = 600 if a.quick else 3200
+    n_req = 640 if a.quick else 2048
     n_streams = 100 if a.quick else 500
     procs.pin_self(1)
     t_start = time.monotonic()
@@ -477,8 +487,8 @@ def main(argv: list[str] | None = None) -> int:
         started.append(up)
         script = Path(a.script)
 
-        def start(label: str, script_: Path, sets: dict[str, str]) -> procs.Proc:
-            p = procs.start_mitmdump(label.replace(" ", "-"), a.mitmdump, up.port, script_, sets, 0, workdir)
+        def start(label: str, script_: Path, sets: dict[str, str], env: dict[str, str] | None = None) -> procs.Proc:
+            p = procs.start_mitmdump(label.replace(" ", "-"), a.mitmdump, up.port, script_, sets, 0, workdir, env)
             started.append(p)
             return p
 
@@ -491,15 +501,26 @@ def main(argv: list[str] | None = None) -> int:
         p_pt = Path_("pass-through", pt, c_)
         p_single = Path_("dragoman single upstream", single, a_)
         p_two = Path_("dragoman two-entry route", two, a_)
+        base: list[Path_] = []
+        if a.baseline:
+            root = Path(a.baseline).resolve()
+            env = {"PYTHONPATH": str(root / "addon")}
+            bscript = root / "addon" / "dragoman.py"
+            b1 = start("baseline single", bscript, mitm.dragoman_sets(streams.CHAT, up.port), env)
+            cfg = str(mitm.routes_file(workdir, "two-b", up.port, "[a, b]"))
+            b2 = start("baseline two", bscript, {"dragoman_config": cfg}, env)
+            base = [Path_("baseline single upstream", b1, a_), Path_("baseline two-entry route", b2, a_)]
+            res["baseline"] = str(root)
         if "short" in sections:
             log(f"[1/4] short requests: {n_req} non-streamed over 32 keep-alive connections, {rounds} rounds")
-            res["short"] = bench_short([p_pt, p_single, p_two], n_req, 32, rounds, log)
+            res["short"] = bench_short([p_pt, p_single, p_two, *base], n_req, 32, rounds, log)
         if "stream" in sections:
-            log("[2/4] one stream (20,000 events)")
+            log(f"[2/4] one stream ({2000 if a.quick else 20000:,} events)")
             rs = [
                 mitm.Route("direct chat", "direct", c_, c_, up.port, None),
                 mitm.Route("pass-through chat", "passthrough", c_, c_, pt.port, pt),
                 mitm.Route("dragoman anthropic<-chat", "dragoman", a_, c_, single.port, single),
+                *[mitm.Route("baseline anthropic<-chat", "dragoman", a_, c_, b.proc.port, b.proc) for b in base[:1]],
             ]
             n_ev = 2000 if a.quick else 20000
             res["one_stream"] = mitm.bench_streams(

@@ -144,6 +144,7 @@ def start_mitmdump(
     sets: dict[str, str],
     core: int | None,
     workdir: Path,
+    env: dict[str, str] | None = None,
 ) -> Proc:
     port = free_port()
     log = workdir / f"{name}.log"
@@ -168,7 +169,9 @@ def start_mitmdump(
     for k, v in sets.items():
         cmd += ["--set", f"{k}={v}"]
     fh = open(log, "wb")  # noqa: SIM115 - closed with the process
-    p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=fh, stderr=subprocess.STDOUT, cwd=REPO)
+    p = subprocess.Popen(
+        cmd, stdin=subprocess.PIPE, stdout=fh, stderr=subprocess.STDOUT, cwd=REPO, env={**os.environ, **(env or {})}
+    )
     fh.close()
     proc = Proc(name, p, port, log)
     try:

@@ -24,9 +24,10 @@ import time
 from pathlib import Path
 
 import load
-import mitm
 import procs
 import streams
+
+import mitm
 
 # (part, substrings of a frame's file) — first match, innermost frame first
 PARTS = [
