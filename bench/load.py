@@ -1,6 +1,6 @@
 """Issue 31: Dragoman next to a pass-through mitmdump under four loads, side by side, as ratios.
 
-* **short requests**: 2,048 non-streamed requests (a Claude Code-shaped Anthropic request on a Chat
+* **short requests**: 1,024 non-streamed requests (a Claude Code-shaped Anthropic request on a Chat
   upstream, model ``text``: a short JSON answer) over 32 keep-alive connections; mitmdump CPU per request
   (``/proc`` utime+stime delta ÷ requests) and requests/s, for a single upstream and for a two-entry route
   (the failover relay), against the pass-through (the same request shape, Chat client to the Chat upstream);
@@ -456,6 +456,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--probe", nargs=4, metavar=("PORT", "PATH", "BODY_FILE", "DURATION"), help=argparse.SUPPRESS)
     ap.add_argument("--quick", action="store_true", help="fewer requests, streams and rounds (a smoke run)")
     ap.add_argument("--rounds", type=int, default=0, help="rounds per section (default 3, quick 1)")
+    ap.add_argument("--requests", type=int, default=0, help="short requests per path and round (default 1024)")
     ap.add_argument("--sections", default="short,stream,paced,burst")
     ap.add_argument("--mitmdump", default=str(Path(sys.executable).parent / "mitmdump"))
     ap.add_argument("--script", default=str(mitm.DRAGOMAN_SCRIPT), help="the Dragoman entry script to measure")
@@ -473,7 +474,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     sections = set(a.sections.split(","))
     rounds = a.rounds or (1 if a.quick else 3)
-    n_req = 640 if a.quick else 2048
+    n_req = a.requests or (320 if a.quick else 1024)
     n_streams = 100 if a.quick else 500
     procs.pin_self(1)
     t_start = time.monotonic()
