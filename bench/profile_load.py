@@ -78,7 +78,22 @@ PARTS = [
 ]
 
 
+#: innermost frames of a thread that waits (epoll, a sleeping writer thread): py-spy may still report them,
+#: with ``--gil`` as the last thread that held the GIL; counted apart as idle, outside the shares
+IDLE = (
+    "BaseSelector.select",
+    "EpollSelector.select",
+    "selectors.py",
+    "QueuedLedger._run",
+    "Condition.wait",
+    "queue.py",
+)
+IDLE_PART = "idle (a waiting thread; not in the shares)"
+
+
 def classify(stack: list[str]) -> str:
+    if stack and any(s in stack[-1] for s in IDLE):
+        return IDLE_PART
     for frame in reversed(stack):
         for part, subs in PARTS:
             if any(s in frame for s in subs):
@@ -96,18 +111,27 @@ def summarize(raw: str) -> list[tuple[str, int, float]]:
         if frames and frames[0].startswith("process"):
             frames = frames[1:]
         counts[classify(frames)] += int(n)
-    total = sum(counts.values()) or 1
-    return [(p, c, c / total) for p, c in counts.most_common()]
+    total = sum(c for p, c in counts.items() if p != IDLE_PART) or 1
+    return [(p, c, c / total if p != IDLE_PART else 0.0) for p, c in counts.most_common()]
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("load", choices=["short", "short-two", "stream", "passthrough-short", "passthrough-stream"])
+    ap.add_argument("--summarize", default="", help="only summarize a kept raw file (--raw) again")
+    ap.add_argument(
+        "load",
+        nargs="?",
+        default="short",
+        choices=["short", "short-two", "stream", "passthrough-short", "passthrough-stream"],
+    )
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--rate", type=int, default=250, help="py-spy samples per second")
     ap.add_argument("--raw", default="", help="keep py-spy's raw output here")
     ap.add_argument("--mitmdump", default=str(Path(sys.executable).parent / "mitmdump"))
     a = ap.parse_args()
+    if a.summarize:
+        print_summary(Path(a.summarize).read_text(), 0.0, "unit")
+        return 0
     pyspy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
     workdir = Path(tempfile.mkdtemp(prefix="dragoman-prof-"))
     started: list[procs.Proc] = []
@@ -178,13 +202,19 @@ def main() -> int:
         unit = "event" if a.load.endswith("stream") else "request"
         per = (c1 - c0) / max(1, n1 - n0) * 1e6
         print(f"{a.load}: {n1 - n0} {unit}s sampled, mitmdump CPU {per:,.1f} µs per {unit} (py-spy adds a little)")
-        for part, n, share in summarize(raw):
-            print(f"  {share * 100:5.1f}%  {per * share:8.1f} µs/{unit}  {part}  ({n} samples)")
+        print_summary(raw, per, unit)
     finally:
         for p in started:
             p.stop()
         shutil.rmtree(workdir, ignore_errors=True)
     return 0
+
+
+def print_summary(raw: str, per: float, unit: str) -> None:
+    """Shares of the non-idle samples, and that share of the measured CPU per request or event."""
+    for part, n, share in summarize(raw):
+        cost = f"{per * share:8.1f} µs/{unit}  " if per else ""
+        print(f"  {share * 100:5.1f}%  {cost}{part}  ({n} samples)")
 
 
 if __name__ == "__main__":
