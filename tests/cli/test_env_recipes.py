@@ -84,7 +84,7 @@ def test_cli_env_warns_when_the_ca_does_not_exist_yet(tmp_path, capsys):
 
 # -- env --transparent / --wireguard (run for real by tests/interception) ---------------------------------------
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+README = Path(__file__).resolve().parents[2] / "docs" / "interception.md"
 
 
 def test_transparent_rules_owner_match_and_undo():
