@@ -232,7 +232,8 @@ class Relay:
         outcome = job.attempts.outcomes[-1]
         what = f"status {status}" if status is not None else "no answer"
         if cls is None:
-            logger.info(
+            # a first attempt that answered is said by the flow's own line ("via NAME"): one line per flow
+            (logger.debug if att.number == 1 else logger.info)(
                 "flow %s: attempt %d %s: %s in %.3f s",
                 job.flow_id,
                 att.number,
