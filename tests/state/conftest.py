@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.ledger.conftest import redis_url  # noqa: F401 - the session's redis-server
 
 from dragoman.state.redis import RedisStore
 from dragoman.state.sqlite import SQLiteStore
 from dragoman.state.store import ResponseStore
-from tests.ledger.conftest import redis_url  # noqa: F401 - the session's redis-server
 
 __all__ = ["redis_url"]
 

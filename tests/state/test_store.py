@@ -19,14 +19,34 @@ from dragoman.state.record import page
 from dragoman.state.record import with_ids
 
 
-def rec(rid: str, *, owner: str = "client:a", prev: str | None = None, chain=(), created: float | None = None,
-        text: str = "hi", pad: int = 0) -> StoredResponse:
-    out = [{"id": f"msg_{rid}", "type": "message", "role": "assistant", "status": "completed",
-            "content": [{"type": "output_text", "text": f"answer {rid}" + "x" * pad, "annotations": []}]}]
+def rec(
+    rid: str,
+    *,
+    owner: str = "client:a",
+    prev: str | None = None,
+    chain=(),
+    created: float | None = None,
+    text: str = "hi",
+    pad: int = 0,
+) -> StoredResponse:
+    out = [
+        {
+            "id": f"msg_{rid}",
+            "type": "message",
+            "role": "assistant",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": f"answer {rid}" + "x" * pad, "annotations": []}],
+        }
+    ]
     return StoredResponse(
-        id=rid, owner=owner, upstream="claude", created=time.time() if created is None else created,
-        input=input_items(text), response={"id": rid, "object": "response", "output": out, "model": "m"},
-        previous=prev, chain=list(chain),
+        id=rid,
+        owner=owner,
+        upstream="claude",
+        created=time.time() if created is None else created,
+        input=input_items(text),
+        response={"id": rid, "object": "response", "output": out, "model": "m"},
+        previous=prev,
+        chain=list(chain),
     )
 
 

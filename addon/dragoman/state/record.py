@@ -17,9 +17,6 @@ from typing import Any
 
 import orjson
 
-#: the longest chain expanded (the API sets no limit; this bounds one lookup's work)
-MAX_CHAIN = 10_000
-
 
 @dataclass(slots=True)
 class StoredResponse:
@@ -129,7 +126,7 @@ def with_ids(rec: StoredResponse) -> list[dict[str, Any]]:
     return out
 
 
-def page(items: list[dict[str, Any]], *, after: str | None, before: str | None, limit: int, order: str) -> dict:
+def page(items: list[dict[str, Any]], *, after: str | None, before: str | None, limit: int, order: str) -> dict[str, Any]:
     """One ``input_items`` page in the API's list shape (``order`` ``desc`` by default, as the API does)."""
     seq = list(reversed(items)) if order == "desc" else list(items)
     ids = [str(i.get("id")) for i in seq]

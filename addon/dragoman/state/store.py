@@ -50,6 +50,7 @@ class ResponseStore(ABC):
     def describe(self) -> str:
         """Where the store is, fit to print (a Redis password masked)."""
 
+    @abstractmethod
     def close(self) -> None:
         """Release the store. Idempotent."""
 

@@ -18,6 +18,7 @@ from dragoman.protocols import Protocol
 from dragoman.protocols import get_codec
 from dragoman.protocols._wire import parse_client_json
 from dragoman.protocols.base import Context
+from dragoman.protocols.openai_responses.request_decode import EXTRA_PREVIOUS
 from dragoman.translate.plan import ModelRule
 from dragoman.translate.plan import Plan
 from dragoman.translate.plan import map_model
@@ -37,6 +38,8 @@ class ClientRequest:
     #: an Anthropic stream's estimated input tokens (``translate.tokens``), computed at the first
     #: translated attempt
     input_tokens_estimate: int | None = None
+    #: what storing the answer needs (``dragoman.mitm.responses_state.Ticket``), for a stored Responses request
+    state_ticket: Any = None
 
 
 @dataclass(slots=True)
@@ -87,6 +90,11 @@ def _encode(cr: ClientRequest, plan: Plan, ctx: Context, model: str) -> bytes:
     if req.n is not None and req.n > 1 and plan.upstream is not Protocol.OPENAI_CHAT:
         raise UnsupportedFeatureError("n > 1 (several choices) is not supported by the translated upstream")
     req.model = model
+    if not plan.identity and req.extra.get(EXTRA_PREVIOUS):
+        raise ClientRequestError(
+            f"previous_response_id toward a {plan.upstream.value} upstream needs Dragoman's response store "
+            "(dragoman_responses_store is off): send the whole conversation in `input` instead"
+        )
     ctx.request = req
     for name in req.dropped.fields:
         ctx.dropped.add(name)

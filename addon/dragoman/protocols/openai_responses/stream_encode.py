@@ -75,6 +75,8 @@ class ResponsesStreamEncoder(ItemFraming, StreamEncoder):
         self._usage: Usage = Usage()
         self._custom = ctx.custom_tools()
         self._nsmap = namespaces(ctx)
+        #: the final response object of a completed or incomplete stream (what the response store keeps)
+        self.snapshot: dict[str, Any] | None = None
 
     def _obj(self, status: str) -> dict[str, Any]:
         return base_object(self._rid, self._model, self._created, self.ctx, status)
@@ -285,6 +287,8 @@ class ResponsesStreamEncoder(ItemFraming, StreamEncoder):
             etype = "response.failed"
         else:
             etype = "response.completed"
+        if status != "failed":
+            self.snapshot = obj
         self.phase = Phase.DONE
         return out + self._ev(etype, {"response": obj})
 
