@@ -70,6 +70,7 @@ bench:  ## performance benchmark (issue 6): prints one table, writes bench/resul
 	$(PYTHON) bench/run.py
 	$(PYTHON) bench/record.py
 	$(PYTHON) bench/limits.py
+	$(PYTHON) bench/responses_state.py
 
 bench-quick:  ## smoke run of the benchmark (< 2 min)
 	@test -x $(PYTHON) || $(MAKE) install

@@ -55,9 +55,7 @@ def test_pass_through_then_expand_when_the_route_changes(setup) -> None:
     c = openai.OpenAI(base_url=f"http://127.0.0.1:{routed.port}/v1", api_key="k", max_retries=0)
     start = len(up.requests)
     first = create(c, stream=True, model="gpt-a", input=f"weather? {uuid.uuid4().hex}")
-    second = create(
-        c, stream=False, model="gpt-a", input=next_input(first, 0, "x"), previous_response_id=first.id
-    )
+    second = create(c, stream=False, model="gpt-a", input=next_input(first, 0, "x"), previous_response_id=first.id)
     third = create(c, stream=True, model="claude-a", input="thanks, and Rome?", previous_response_id=second.id)
     sent = bodies_since(up, start)
     assert [p.rsplit("/", 1)[-1] for p, _ in sent] == ["responses", "responses", "messages"]
