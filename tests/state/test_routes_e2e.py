@@ -8,12 +8,12 @@ import uuid
 from typing import Any
 
 import pytest
-
-from dragoman.demo import FakeUpstream
 from tests.e2e.test_routes import Routed
 from tests.state.conversation import conversation
 from tests.state.test_chains_e2e import create
 from tests.state.test_chains_e2e import next_input
+
+from dragoman.demo import FakeUpstream
 
 openai = pytest.importorskip("openai")
 
