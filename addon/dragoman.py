@@ -9,6 +9,7 @@ from dragoman.mitm.endpoints import Endpoints
 from dragoman.mitm.recorder import Recorder
 from dragoman.mitm.replayer import Replayer
 from dragoman.mitm.responses_api import ResponsesApi
+from dragoman.mitm.responses_socket import ResponsesSocket
 from dragoman.mitm.responsive import Responsive
 from dragoman.mitm.scrub import MetadataMask
 from dragoman.mitm.translate_addon import Translate
@@ -19,6 +20,7 @@ from dragoman.mitm.translate_addon import Translate
 # dragoman_cors_origins; without it, browser requests are refused while Dragoman holds keys and has no client keys); its second half, right after Translate, sets the CORS headers of the answer the client gets.
 # ClientAuth next: no flow without a client key (when client keys are configured) reaches anything else.
 # Endpoints next: it answers HEAD /, /v1/models, count_tokens and WebSocket upgrades before Translate looks
+# ResponsesSocket before Endpoints: it takes Responses WebSocket upgrades (Endpoints refuses the others with 426).
 # ResponsesApi next: GET/DELETE /v1/responses/{id} and input_items from the response store
 # Replayer/Recorder come in two halves: `.before` sees the client's request before Translate rewrites it,
 # the addon itself sees the translated request and wraps the stream callable Translate installed.
@@ -31,6 +33,7 @@ addons = [
     translate.gate,
     cors,
     ClientAuth(),
+    ResponsesSocket(),
     Endpoints(),
     ResponsesApi(),
     replayer.before,

@@ -100,9 +100,9 @@ def test_ttl_expires(store_backend) -> None:
 
 
 def test_size_cap_evicts_oldest_first(store_backend) -> None:
-    one = len(rec("resp_0", pad=1000).dumps())
+    one = len(rec("resp_0", pad=1000, created=float(int(time.time()))).dumps())
     store = store_backend(max_bytes=one * 3 + 10)
-    now = time.time()
+    now = float(int(time.time()))  # every record serialises to the same size
     for n in range(5):
         store.put(rec(f"resp_{n}", created=now + n, pad=1000))
     kept = [n for n in range(5) if store.get(f"resp_{n}", "client:a") is not None]

@@ -93,13 +93,15 @@ def unavailable(e: StoreError) -> ErrorInfo:
 class Ticket:
     """What storing one answer needs, made when its request was read; ``offer`` stores once."""
 
-    store: ResponseStore
+    store: ResponseStore | None
     owner: str
     input: list[Any]
     previous: str | None
     chain: list[str] = field(default_factory=list)
     tap: capture.CompletedTap | None = None
     done: bool = False
+    #: a WebSocket connection's own store, written too
+    local: ResponseStore | None = None
 
     def offer_stream(self, state: Any, data: bytes) -> None:
         """Called by the stream callable for each chunk, before its translation goes to the client."""
@@ -128,12 +130,15 @@ class Ticket:
             upstream=upstream,
             created=time.time(),
             input=self.input,
-            response=record.snapshot(response, self.previous),
+            response=record.snapshot(response, self.previous, self.store is not None),
             previous=self.previous,
             chain=self.chain,
         )
         try:
-            self.store.put(rec)
+            if self.local is not None:
+                self.local.put(rec)
+            if self.store is not None:
+                self.store.put(rec)
         except Exception as e:  # noqa: BLE001 - storing must never break the answer
             logger.warning("response store: %s not stored: %s", logsafe(rec.id), logsafe(e))
         else:
@@ -166,21 +171,28 @@ class ResponsesState:
         self._opened = None
 
     def prepare(
-        self, flow: http.HTTPFlow, cr: ClientRequest, candidates: list[Candidate], routed: bool
+        self,
+        flow: http.HTTPFlow,
+        cr: ClientRequest,
+        candidates: list[Candidate],
+        routed: bool,
+        local: ResponseStore | None = None,
     ) -> ClientRequest | ErrorInfo:
-        """The request to translate (expanded when it continues a stored response), or the error to answer."""
+        """The request to translate (expanded when it continues a stored response), or the error to answer.
+        ``local``: a WebSocket connection's own store (its ``store: false`` responses), read first and
+        always written."""
         store = self.store
         obj = cr.obj
         prev = obj.get("previous_response_id")
         prev = prev if isinstance(prev, str) and prev else None
         all_responses = all(c.upstream.protocol is Protocol.OPENAI_RESPONSES for c in candidates)
-        if store is None or (all_responses and not routed):
+        if local is None and (store is None or (all_responses and not routed)):
             return cr  # no store, or a single Responses upstream keeping its own state
         who = owner(flow)
         chain: list[StoredResponse] = []
         if prev is not None:
             try:
-                found = store.chain(prev, who)
+                found = _chain([s for s in (local, store) if s is not None], prev, who)
             except StoreError as e:
                 return unavailable(e)
             if found is None:
@@ -189,25 +201,36 @@ class ResponsesState:
                 return not_found(prev)
             chain = found
             names = {c.upstream.name for c in candidates}
-            if not (all_responses and names == {chain[-1].upstream}):
+            if not (local is None and all_responses and routed and names == {chain[-1].upstream}):
                 try:
-                    cr = self._expanded(cr, chain, prev)
+                    cr = self._expanded(cr, chain)
                 except TranslationError as e:
                     return e.to_error_info()
                 logger.debug("flow %s: previous_response_id %s expanded (%d turns)", flow.id, logsafe(prev), len(chain))
-        if obj.get("store") is False:
+        keep = obj.get("store") is not False and store is not None
+        if not keep and local is None:
             return cr
         echo = cr.request.extra.setdefault(EXTRA_ECHO, {})
-        echo["store"] = True
+        echo["store"] = keep
         if prev is not None:
             echo["previous_response_id"] = prev
-        cr.state_ticket = Ticket(store, who, record.input_items(obj.get("input")), prev, [r.id for r in chain])
+        cr.state_ticket = Ticket(
+            store if keep else None, who, record.input_items(obj.get("input")), prev, [r.id for r in chain], local=local
+        )
         return cr
 
     @staticmethod
-    def _expanded(cr: ClientRequest, chain: list[StoredResponse], prev: str) -> ClientRequest:
+    def _expanded(cr: ClientRequest, chain: list[StoredResponse]) -> ClientRequest:
         body = record.expand(cr.obj, chain)
         return decode_client_request(orjson.dumps(body), Protocol.OPENAI_RESPONSES)
+
+
+def _chain(stores: list[ResponseStore], prev: str, who: str) -> list[StoredResponse] | None:
+    for s in stores:
+        found = s.chain(prev, who)
+        if found is not None:
+            return found
+    return None
 
 
 def configure_responses(state: ResponsesState) -> None:

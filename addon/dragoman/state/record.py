@@ -104,10 +104,10 @@ def expand(body: dict[str, Any], chain: list[StoredResponse]) -> dict[str, Any]:
     return out
 
 
-def snapshot(response: dict[str, Any], previous: str | None) -> dict[str, Any]:
-    """The response object as stored and served by GET: ``store`` true, ``previous_response_id`` echoed."""
+def snapshot(response: dict[str, Any], previous: str | None, stored: bool = True) -> dict[str, Any]:
+    """The response object as stored and served by GET: ``store`` as kept, ``previous_response_id`` echoed."""
     obj = dict(response)
-    obj["store"] = True
+    obj["store"] = stored
     obj["previous_response_id"] = previous
     return obj
 
@@ -126,7 +126,9 @@ def with_ids(rec: StoredResponse) -> list[dict[str, Any]]:
     return out
 
 
-def page(items: list[dict[str, Any]], *, after: str | None, before: str | None, limit: int, order: str) -> dict[str, Any]:
+def page(
+    items: list[dict[str, Any]], *, after: str | None, before: str | None, limit: int, order: str
+) -> dict[str, Any]:
     """One ``input_items`` page in the API's list shape (``order`` ``desc`` by default, as the API does)."""
     seq = list(reversed(items)) if order == "desc" else list(items)
     ids = [str(i.get("id")) for i in seq]
