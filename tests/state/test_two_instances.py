@@ -12,7 +12,6 @@ import time
 import uuid
 from typing import Any
 
-import httpx
 import pytest
 from tests.e2e.conftest import Proxy
 from tests.e2e.conftest import free_port
@@ -23,6 +22,7 @@ from tests.state.conversation import conversation
 from dragoman.demo import FakeUpstream
 
 openai = pytest.importorskip("openai")
+httpx = pytest.importorskip("httpx")
 
 HAPROXY_CFG = """
 global

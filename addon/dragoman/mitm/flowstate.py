@@ -54,7 +54,7 @@ class FlowState:
     usage_tap: Any = None
     #: the usage of a whole (non-streamed) answer
     whole_usage: Any = None
-    #: stores the finished Responses answer (``responses_state.Ticket``), when it is to be stored
+    #: stores the finished Responses answer (``responses.state.Ticket``), when it is to be stored
     ticket: Any = None
 
     def metadata(self) -> dict[str, Any]:

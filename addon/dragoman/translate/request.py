@@ -15,10 +15,10 @@ from dragoman.errors import ClientRequestError
 from dragoman.errors import UnsupportedFeatureError
 from dragoman.ir.request import Request
 from dragoman.protocols import Protocol
-from dragoman.protocols import get_codec
 from dragoman.protocols._wire import parse_client_json
 from dragoman.protocols.base import Context
 from dragoman.protocols.openai_responses.request_decode import EXTRA_PREVIOUS
+from dragoman.protocols.registry import get_codec
 from dragoman.translate.plan import ModelRule
 from dragoman.translate.plan import Plan
 from dragoman.translate.plan import map_model
@@ -38,7 +38,7 @@ class ClientRequest:
     #: an Anthropic stream's estimated input tokens (``translate.tokens``), computed at the first
     #: translated attempt
     input_tokens_estimate: int | None = None
-    #: what storing the answer needs (``dragoman.mitm.responses_state.Ticket``), for a stored Responses request
+    #: what storing the answer needs (``dragoman.mitm.responses.state.Ticket``), for a stored Responses request
     state_ticket: Any = None
 
 
