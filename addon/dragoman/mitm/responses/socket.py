@@ -55,9 +55,12 @@ class ResponsesSocket:
     def __init__(self) -> None:
         self.sink = WsSink()
         self.connections: dict[str, Connection] = {}
+        self._start: asyncio.Task[None] | None = None
 
-    async def running(self) -> None:
-        await self.sink.start()
+    def running(self) -> None:
+        # started as a task: awaiting it here would let requests in before the addons after this one
+        # (the Translate addon's relay) finish starting; an upgrade before it is up is refused (426)
+        self._start = asyncio.get_running_loop().create_task(self.sink.start())
 
     def done(self) -> None:
         self.sink.stop()
