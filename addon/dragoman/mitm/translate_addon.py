@@ -87,7 +87,7 @@ class Translate(TranslateConfig):
         if client is None:
             return
         try:
-            cr = decode_client_request(flow.request.get_content(strict=False) or b"", client)
+            cr = decode_client_request(flow.request.get_content(strict=False) or b"", client, self.keep_images)
         except TranslationError as e:
             self._reject(flow, client, e.to_error_info())
             return
@@ -142,6 +142,7 @@ class Translate(TranslateConfig):
             chat_reasoning_field=ctx.options.dragoman_chat_reasoning,
             chat_max_tokens_field=ctx.options.dragoman_chat_max_tokens_field,
             profile=upstream_profile(up, flow.request.host, flow.request.port),
+            mcp_prefix=self.mcp_prefix,
         )
 
     def _encode(self, flow: http.HTTPFlow, cr: ClientRequest, plan: Plan, tctx: Context, model: str) -> bytes | None:
@@ -180,7 +181,7 @@ class Translate(TranslateConfig):
         self.scrubber.hold(flow)  # the credentials leave the flow once the request is sent
         headers = flow.request.headers
         headers["accept-encoding"] = "identity"
-        if body is not cr.raw:
+        if body is not cr.raw or cr.rewritten:
             headers.pop("content-encoding", None)
             headers.pop("transfer-encoding", None)
             flow.request.content = body
@@ -212,8 +213,7 @@ class Translate(TranslateConfig):
             state.relay_token = self.relay.register(job)
         self.flows.put(flow.id, state)
         req = flow.request
-        for name in outbound.CREDENTIAL_HEADERS:  # the relay job holds what each attempt sends
-            req.headers.pop(name, None)
+        outbound.pop_credential_headers(req.headers)  # the relay job holds what each attempt sends
         req.scheme, req.host, req.port = "http", "127.0.0.1", self.relay.port
         req.path = "/" + state.relay_token
         req.headers["accept-encoding"] = "identity"
@@ -232,6 +232,7 @@ class Translate(TranslateConfig):
             return
         resp = flow.response
         inbound.mask_headers(resp, self.keys)
+        inbound.carry_request_id(resp, state)
         if state.upstream_name:
             resp.headers[ROUTE_HEADER] = f"{state.upstream_name}/{state.upstream_model}"
         if not 200 <= resp.status_code < 300:
@@ -251,8 +252,11 @@ class Translate(TranslateConfig):
             return
         if flow.is_replay:
             return
+        inbound.carry_request_id(flow.response, state)
         if state.translator is None and self.usage.on and 200 <= flow.response.status_code < 300:
             whole_usage(state, flow.response.get_content(strict=False) or b"")
+        if state.translator is None:
+            inbound.rename_back_whole(flow, state)
         if state.translator is None and not state.plan.identity:
             inbound.translate_whole(flow, state)
         if state.ticket is not None and state.translator is None and 200 <= flow.response.status_code < 300:

@@ -19,6 +19,9 @@ from dragoman.protocols._wire import parse_client_json
 from dragoman.protocols.base import Context
 from dragoman.protocols.openai_responses.request_decode import EXTRA_PREVIOUS
 from dragoman.protocols.registry import get_codec
+from dragoman.translate.images import dropped_name
+from dragoman.translate.images import keep_recent_images
+from dragoman.translate.mcp_names import rename_request
 from dragoman.translate.plan import ModelRule
 from dragoman.translate.plan import Plan
 from dragoman.translate.plan import map_model
@@ -40,6 +43,8 @@ class ClientRequest:
     input_tokens_estimate: int | None = None
     #: what storing the answer needs (``dragoman.mitm.responses.state.Ticket``), for a stored Responses request
     state_ticket: Any = None
+    #: ``raw`` is not the client's body as it came (older images replaced, ``translate.images``)
+    rewritten: bool = False
 
 
 @dataclass(slots=True)
@@ -63,14 +68,22 @@ def too_deep(e: BaseException) -> ClientRequestError:
     )
 
 
-def decode_client_request(body: bytes, client: Protocol) -> ClientRequest:
-    """Raises ``ClientRequestError`` (400 in the client's shape) for an invalid client request."""
+def decode_client_request(body: bytes, client: Protocol, keep_images: int = 0) -> ClientRequest:
+    """Raises ``ClientRequestError`` (400 in the client's shape) for an invalid client request.
+
+    ``keep_images`` > 0: only that many most recent images stay (``translate.images``); the others are
+    replaced in the client's JSON first, so a same-protocol upstream gets the trimmed body too."""
     obj = parse_client_json(body)
+    replaced = keep_recent_images(obj, client, keep_images)
+    if replaced:
+        body = orjson.dumps(obj)
     try:
         req = get_codec(client).decode_request(obj)
     except RecursionError as e:
         raise too_deep(e) from None
-    return ClientRequest(body, obj, req, req.model, req.stream)
+    if replaced:
+        req.dropped.add(dropped_name(replaced, keep_images))
+    return ClientRequest(body, obj, req, req.model, req.stream, rewritten=bool(replaced))
 
 
 def encode_upstream_request(cr: ClientRequest, plan: Plan, ctx: Context, model: str) -> bytes:
@@ -96,8 +109,20 @@ def _encode(cr: ClientRequest, plan: Plan, ctx: Context, model: str) -> bytes:
             "(dragoman_responses_store is off): send the whole conversation in `input` instead"
         )
     ctx.request = req
+    ctx.search = None  # set by the upstream's encoder (an earlier attempt's upstream may have been another)
     for name in req.dropped.fields:
         ctx.dropped.add(name)
+    body = _encode_body(cr, plan, ctx, model)
+    if ctx.mcp_prefix and plan.upstream is Protocol.ANTHROPIC_MESSAGES:
+        # the names go up as mcp__...; the answer's way back renames them (``ctx.extra["mcp_names"]``)
+        body, back = rename_request(body)
+        if back:
+            ctx.extra["mcp_names"] = back
+    return body
+
+
+def _encode_body(cr: ClientRequest, plan: Plan, ctx: Context, model: str) -> bytes:
+    req = cr.request
     if plan.identity:
         if model == cr.client_model:
             return cr.raw

@@ -116,7 +116,7 @@ class Relay:
             self._starting = asyncio.Lock()
         async with self._starting:
             if self.server is None:
-                self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+                self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0, limit=http1.MAX_HEAD)
                 self.port = self.server.sockets[0].getsockname()[1]
                 logger.debug("relay listening on 127.0.0.1:%d", self.port)
 
