@@ -56,6 +56,8 @@ class FlowState:
     usage_tap: Any = None
     #: the usage of a whole (non-streamed) answer
     whole_usage: Any = None
+    #: stores the finished Responses answer (``responses.state.Ticket``), when it is to be stored
+    ticket: Any = None
     #: the upstream's id for its answer (``request-id`` / ``x-request-id``), for the log line and the metadata
     request_id: str = ""
 
