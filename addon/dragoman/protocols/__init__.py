@@ -17,6 +17,7 @@ class Protocol(StrEnum):
     ANTHROPIC_MESSAGES = "anthropic"
     OPENAI_CHAT = "openai-chat"
     OPENAI_RESPONSES = "openai-responses"
+    GEMINI = "gemini"
 
     @property
     def endpoint(self) -> str:
@@ -28,6 +29,8 @@ _ENDPOINTS = {
     Protocol.ANTHROPIC_MESSAGES: "/v1/messages",
     Protocol.OPENAI_CHAT: "/chat/completions",
     Protocol.OPENAI_RESPONSES: "/responses",
+    #: Gemini puts the model and method in the path: ``gemini.request_encode.upstream_path`` builds it
+    Protocol.GEMINI: "/v1beta/models",
 }
 
 
@@ -49,6 +52,8 @@ def get_codec(protocol: Protocol) -> Codec:
         from dragoman.protocols.anthropic_messages import CODEC
     elif protocol is Protocol.OPENAI_CHAT:
         from dragoman.protocols.openai_chat import CODEC
+    elif protocol is Protocol.GEMINI:
+        from dragoman.protocols.gemini import CODEC
     else:
         from dragoman.protocols.openai_responses import CODEC
     return CODEC
