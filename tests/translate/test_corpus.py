@@ -120,16 +120,20 @@ def canonical_stop(s: Summary, proto: Protocol) -> str | None:
             "content_filter": "refusal",
         }[r]
     elif proto is Protocol.GEMINI:
-        c = "refusal" if r.startswith("blocked:") else {
-            "STOP": "end",
-            "MAX_TOKENS": "length",
-            "SAFETY": "refusal",
-            "RECITATION": "refusal",
-            "PROHIBITED_CONTENT": "refusal",
-            "BLOCKLIST": "refusal",
-            "SPII": "refusal",
-            "OTHER": "error",
-        }.get(r, "other")
+        c = (
+            "refusal"
+            if r.startswith("blocked:")
+            else {
+                "STOP": "end",
+                "MAX_TOKENS": "length",
+                "SAFETY": "refusal",
+                "RECITATION": "refusal",
+                "PROHIBITED_CONTENT": "refusal",
+                "BLOCKLIST": "refusal",
+                "SPII": "refusal",
+                "OTHER": "error",
+            }.get(r, "other")
+        )
     else:
         c = {
             "completed": "end",
@@ -183,8 +187,12 @@ def compare(src: Summary, p: Protocol, out: Summary, q: Protocol) -> None:
         return
     if p is Protocol.GEMINI or q is Protocol.GEMINI:
         # Gemini calls often have no id (Dragoman makes one); compare ids only where both sides have one
-        a.tools = [(i if b_i is not None and i is not None else None, n, x) for (i, n, x), (b_i, _, _) in zip(a.tools, b.tools)] + a.tools[len(b.tools):]
-        b.tools = [(i if a_i is not None else None, n, x) for (i, n, x), (a_i, _, _) in zip(b.tools, a.tools)] + b.tools[len(a.tools):]
+        a.tools = [
+            (i if b_i is not None and i is not None else None, n, x) for (i, n, x), (b_i, _, _) in zip(a.tools, b.tools)
+        ] + a.tools[len(b.tools) :]
+        b.tools = [
+            (i if a_i is not None else None, n, x) for (i, n, x), (a_i, _, _) in zip(b.tools, a.tools)
+        ] + b.tools[len(a.tools) :]
     assert b.text == a.text, "text differs"
     assert b.thinking == a.thinking, "thinking text differs"
     assert b.tools == a.tools, "tool calls differ"

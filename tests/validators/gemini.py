@@ -34,15 +34,44 @@ from validators import need
 from validators.sse import parse_sse
 
 FINISH_REASONS = {
-    "STOP", "MAX_TOKENS", "SAFETY", "RECITATION", "LANGUAGE", "OTHER", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII",
-    "MALFORMED_FUNCTION_CALL", "IMAGE_SAFETY", "UNEXPECTED_TOOL_CALL", "TOO_MANY_TOOL_CALLS", "FINISH_REASON_UNSPECIFIED",
+    "STOP",
+    "MAX_TOKENS",
+    "SAFETY",
+    "RECITATION",
+    "LANGUAGE",
+    "OTHER",
+    "BLOCKLIST",
+    "PROHIBITED_CONTENT",
+    "SPII",
+    "MALFORMED_FUNCTION_CALL",
+    "IMAGE_SAFETY",
+    "UNEXPECTED_TOOL_CALL",
+    "TOO_MANY_TOOL_CALLS",
+    "FINISH_REASON_UNSPECIFIED",
 }
 STATUSES = {
-    "INVALID_ARGUMENT", "FAILED_PRECONDITION", "OUT_OF_RANGE", "UNAUTHENTICATED", "PERMISSION_DENIED", "NOT_FOUND",
-    "RESOURCE_EXHAUSTED", "CANCELLED", "INTERNAL", "UNKNOWN", "UNAVAILABLE", "DEADLINE_EXCEEDED",
+    "INVALID_ARGUMENT",
+    "FAILED_PRECONDITION",
+    "OUT_OF_RANGE",
+    "UNAUTHENTICATED",
+    "PERMISSION_DENIED",
+    "NOT_FOUND",
+    "RESOURCE_EXHAUSTED",
+    "CANCELLED",
+    "INTERNAL",
+    "UNKNOWN",
+    "UNAVAILABLE",
+    "DEADLINE_EXCEEDED",
 }
-PART_DATA = {"text", "functionCall", "functionResponse", "inlineData", "fileData", "executableCode",
-             "codeExecutionResult"}
+PART_DATA = {
+    "text",
+    "functionCall",
+    "functionResponse",
+    "inlineData",
+    "fileData",
+    "executableCode",
+    "codeExecutionResult",
+}
 _TOKEN = re.compile(r"\.([^.\[\]]+)|\[(\d+)\]")
 
 
@@ -145,8 +174,11 @@ class _Acc:
                 node = node.setdefault(tok, empty)
         last = toks[-1]
         if "stringValue" in e:
-            prev = node[last] if isinstance(node, list) and last < len(node) else (
-                node.get(last) if isinstance(node, dict) else None)
+            prev = (
+                node[last]
+                if isinstance(node, list) and last < len(node)
+                else (node.get(last) if isinstance(node, dict) else None)
+            )
             value = (prev if isinstance(prev, str) else "") + e["stringValue"]
         else:
             value = e.get("numberValue", e.get("boolValue"))

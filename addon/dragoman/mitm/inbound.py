@@ -19,6 +19,7 @@ from dragoman.mitm.faults import deliver_final_frame
 from dragoman.mitm.flowstate import FlowState
 from dragoman.mitm.keymask import KeyMask
 from dragoman.protocols import get_codec
+from dragoman.protocols.gemini.request_decode import ARRAY
 from dragoman.translate.response import UpstreamErrorInBody
 from dragoman.translate.response import error_body
 from dragoman.translate.response import translate_error
@@ -60,8 +61,14 @@ def install_stream(flow: http.HTTPFlow, state: FlowState, track_usage: bool = Fa
     resp.headers.pop("content-encoding", None)
     if resp.http_version.startswith("HTTP/1"):
         resp.headers["transfer-encoding"] = "chunked"
-    resp.headers["content-type"] = SSE_CT
+    resp.headers["content-type"] = client_stream_type(state)
     return True
+
+
+def client_stream_type(state: FlowState) -> str:
+    """SSE, or JSON for a Gemini client's ``:streamGenerateContent`` without ``alt=sse`` (a JSON array)."""
+    req = state.ctx.request
+    return JSON_CT if req is not None and req.extra.get(ARRAY) else SSE_CT
 
 
 def stream_callable(
@@ -212,7 +219,7 @@ def translate_whole(flow: http.HTTPFlow, state: FlowState) -> None:
         resp.reason = status_codes.RESPONSES.get(status, "")
     resp.headers.pop("content-encoding", None)
     resp.headers.pop("transfer-encoding", None)
-    resp.headers["content-type"] = content_type if content_type == JSON_CT else SSE_CT
+    resp.headers["content-type"] = content_type if content_type == JSON_CT else client_stream_type(state)
     resp.content = out
 
 

@@ -6,6 +6,7 @@ May import: ``dragoman.sse``, ``dragoman.ir``, ``dragoman.errors``. Never mitmpr
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
@@ -34,9 +35,16 @@ _ENDPOINTS = {
 }
 
 
+#: Gemini's generation calls: ``/v1beta/models/{model}:generateContent`` (and ``:streamGenerateContent``, any API
+#: version), and Code Assist's ``/v1internal:streamGenerateContent`` (Gemini CLI signed in with Google)
+_GEMINI_PATH = re.compile(r"/v1\w*(?:/models/[^/:]+|internal):(?:stream)?[gG]enerateContent$")
+
+
 def detect(path: str) -> Protocol | None:
     """The client's protocol from the request path (query string ignored)."""
     p = path.split("?", 1)[0].rstrip("/")
+    if ":" in p and _GEMINI_PATH.search(p):
+        return Protocol.GEMINI
     if p.endswith("/v1/messages") or p == "/messages":
         return Protocol.ANTHROPIC_MESSAGES
     if p.endswith("/chat/completions"):

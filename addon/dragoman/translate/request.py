@@ -18,6 +18,7 @@ from dragoman.protocols import Protocol
 from dragoman.protocols import get_codec
 from dragoman.protocols._wire import parse_client_json
 from dragoman.protocols.base import Context
+from dragoman.protocols.gemini.request_decode import apply_path
 from dragoman.translate.plan import ModelRule
 from dragoman.translate.plan import Plan
 from dragoman.translate.plan import map_model
@@ -60,13 +61,16 @@ def too_deep(e: BaseException) -> ClientRequestError:
     )
 
 
-def decode_client_request(body: bytes, client: Protocol) -> ClientRequest:
-    """Raises ``ClientRequestError`` (400 in the client's shape) for an invalid client request."""
+def decode_client_request(body: bytes, client: Protocol, path: str = "") -> ClientRequest:
+    """Raises ``ClientRequestError`` (400 in the client's shape) for an invalid client request. ``path``: the
+    request's path, where a Gemini client names the model and whether it streams."""
     obj = parse_client_json(body)
     try:
         req = get_codec(client).decode_request(obj)
     except RecursionError as e:
         raise too_deep(e) from None
+    if client is Protocol.GEMINI:
+        apply_path(req, path)
     return ClientRequest(body, obj, req, req.model, req.stream)
 
 
@@ -91,7 +95,7 @@ def _encode(cr: ClientRequest, plan: Plan, ctx: Context, model: str) -> bytes:
     for name in req.dropped.fields:
         ctx.dropped.add(name)
     if plan.identity:
-        if model == cr.client_model:
+        if model == cr.client_model or plan.client is Protocol.GEMINI:  # Gemini's model is in the URL
             return cr.raw
         obj = dict(cr.obj)
         obj["model"] = model

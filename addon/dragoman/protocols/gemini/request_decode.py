@@ -37,14 +37,42 @@ from dragoman.protocols.gemini.schema import to_json_schema
 
 _PATH = re.compile(r"/(?:v1|v1beta|v1alpha)(?:internal)?(?:/models/([^/:?]+))?:(\w+)")
 #: generationConfig fields the IR does not carry (named in ``dropped`` when present)
-_GEN_DROPPED = ("presencePenalty", "frequencyPenalty", "seed", "responseLogprobs", "logprobs", "responseModalities",
-                "speechConfig", "mediaResolution", "imageConfig")
+_GEN_DROPPED = (
+    "presencePenalty",
+    "frequencyPenalty",
+    "seed",
+    "responseLogprobs",
+    "logprobs",
+    "responseModalities",
+    "speechConfig",
+    "mediaResolution",
+    "imageConfig",
+)
 
 
 def path_info(path: str) -> tuple[str | None, str | None]:
     """``/v1beta/models/{model}:{method}?...`` -> (model, method); (None, method) for ``/v1internal:{method}``."""
     m = _PATH.search(path.split("?", 1)[0])
     return (m.group(1), m.group(2)) if m else (None, None)
+
+
+#: ``Request.extra`` keys a Gemini client's URL sets: the stream is a JSON array (no ``alt=sse``); the request came
+#: wrapped for Code Assist (``v1internal``), whose answers are wrapped as ``{"response": ...}``
+ARRAY = "gemini_array"
+WRAPPED = "gemini_wrapped"
+
+
+def apply_path(req: Request, path: str) -> None:
+    """What a Gemini client's URL says: the model (unless the body named it), streaming, the stream's framing."""
+    model, method = path_info(path)
+    if model and not req.model:
+        req.model = model.removeprefix("models/")
+    req.stream = method == "streamGenerateContent"
+    query = path.partition("?")[2]
+    if req.stream and "alt=sse" not in query.split("&"):
+        req.extra[ARRAY] = True
+    if "/v1internal:" in path:
+        req.extra[WRAPPED] = True
 
 
 def _get(obj: dict[str, Any], camel: str, snake: str) -> Any:
@@ -71,7 +99,7 @@ class _Calls:
 
     def answer(self, fr: dict[str, Any]) -> str:
         rid, name = fr.get("id"), fr.get("name") or ""
-        for i, (cid, cname) in enumerate(self.open):
+        for i, (cid, _) in enumerate(self.open):
             if cid == rid:
                 del self.open[i]
                 return cid
@@ -79,7 +107,7 @@ class _Calls:
             if cname == name:
                 del self.open[i]
                 return cid
-        return rid if isinstance(rid, str) and rid else f"call_{name}"
+        return rid if isinstance(rid, str) and rid else f"call_{name}"  # a response to no call in the history
 
 
 def _media(d: dict[str, Any], url: bool) -> ImagePart | FilePart:
@@ -107,8 +135,8 @@ def _result(fr: dict[str, Any], cid: str, req: Request) -> ToolResultPart:
         media = _get(p, "inlineData", "inline_data") if isinstance(p, dict) else None
         if isinstance(media, dict):
             content.append(_media(media, False))
-    kind = "custom" if fr.get("name") in req.custom_tool_names() else "function"
-    return ToolResultPart(tool_call_id=cid, content=content, is_error=is_error, kind=kind)
+    custom = fr.get("name") in req.custom_tool_names()
+    return ToolResultPart(tool_call_id=cid, content=content, is_error=is_error, kind="custom" if custom else "function")
 
 
 def _part(p: dict[str, Any], calls: _Calls, req: Request, out: list[Part]) -> None:
@@ -126,7 +154,8 @@ def _part(p: dict[str, Any], calls: _Calls, req: Request, out: list[Part]) -> No
     if isinstance(fc, dict) and cid is not None:
         args = fc.get("args")
         arguments = orjson.dumps(args if isinstance(args, dict) else {}).decode()
-        name = fc.get("name") if isinstance(fc.get("name"), str) else ""
+        name = fc.get("name")
+        name = name if isinstance(name, str) else ""
         out.append(ToolCallPart(id=cid, name=name, arguments=arguments))
         return
     fr = _get(p, "functionResponse", "function_response")
@@ -153,15 +182,13 @@ def _contents(body: dict[str, Any], req: Request) -> None:
     for i, c in enumerate(contents):
         if not isinstance(c, dict) or not isinstance(c.get("parts", []), list):
             raise ClientRequestError(f"contents[{i}]: a Content object with a parts list is required")
-        role = "assistant" if c.get("role") == "model" else "user"
+        model = c.get("role") == "model"
         parts: list[Part] = []
         for p in c.get("parts") or ():
             if not isinstance(p, dict):
                 raise ClientRequestError(f"contents[{i}].parts: each part must be an object")
             _part(p, calls, req, parts)
-        if role == "assistant":
-            parts = [p for p in parts if not isinstance(p, ToolResultPart)] or parts
-        req.messages.append(Message(role=role, parts=parts))
+        req.messages.append(Message(role="assistant" if model else "user", parts=parts))
 
 
 def _tools(body: dict[str, Any], req: Request) -> None:

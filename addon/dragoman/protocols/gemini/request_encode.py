@@ -26,8 +26,19 @@ from dragoman.protocols.gemini.response import model_parts
 
 #: hosted tools Gemini knows by these keys (carried only when they came from a Gemini client)
 GEMINI_HOSTED = frozenset(
-    {"googleSearch", "google_search", "googleSearchRetrieval", "codeExecution", "code_execution", "urlContext",
-     "url_context", "googleMaps", "fileSearch", "computerUse", "enterpriseWebSearch"}
+    {
+        "googleSearch",
+        "google_search",
+        "googleSearchRetrieval",
+        "codeExecution",
+        "code_execution",
+        "urlContext",
+        "url_context",
+        "googleMaps",
+        "fileSearch",
+        "computerUse",
+        "enterpriseWebSearch",
+    }
 )
 #: OpenAI effort names -> Gemini thinkingLevel
 _LEVELS = {"minimal": "MINIMAL", "low": "LOW", "medium": "MEDIUM", "high": "HIGH", "xhigh": "HIGH", "max": "HIGH"}
@@ -55,7 +66,7 @@ def _result(p: ToolResultPart, names: dict[str, str], ctx: Context) -> list[dict
     body = "\n".join(texts)
     fr: dict[str, Any] = {"id": p.tool_call_id, "name": names.get(p.tool_call_id, p.tool_call_id)}
     fr["response"] = {"error": body} if p.is_error else {"output": body}
-    media = [m for m in (_media(c, ctx) for c in p.content if type(c) is not TextPart) if m is not None]
+    media = [m for m in (_media(c, ctx) for c in p.content if not isinstance(c, TextPart)) if m is not None]
     if media:
         fr["parts"] = media  # Gemini 3 takes images and documents inside a function response
     return [{"functionResponse": fr}]

@@ -118,7 +118,8 @@ def call_id(fc: dict[str, Any], response_id: str | None, n: int) -> str:
 
 
 def call_part(fc: dict[str, Any], cid: str, ctx: Context) -> ToolCallPart:
-    name = fc.get("name") if isinstance(fc.get("name"), str) else ""
+    name = fc.get("name")
+    name = name if isinstance(name, str) else ""
     args = fc.get("args")
     arguments = orjson.dumps(args if isinstance(args, dict) else {}).decode()
     if name in ctx.custom_tools():
@@ -159,10 +160,13 @@ def decode_parts(parts: list[Any], ctx: Context, response_id: str | None) -> lis
 
 
 def decode_response(body: dict[str, Any], ctx: Context) -> Response:
+    if "candidates" not in body and isinstance(body.get("response"), dict):  # Code Assist's wrapped answer
+        body = body["response"]
     cands = body.get("candidates")
     if cands is not None and not isinstance(cands, list):
         raise UpstreamProtocolError("Gemini response: candidates is not a list")
-    rid = body.get("responseId") if isinstance(body.get("responseId"), str) else ""
+    rid = body.get("responseId")
+    rid = rid if isinstance(rid, str) else ""
     model = body.get("modelVersion")
     if not isinstance(model, str):
         model = ctx.request.model if ctx.request is not None else ""
@@ -199,7 +203,9 @@ def function_call(p: ToolCallPart, ctx: Context) -> dict[str, Any]:
     return {"functionCall": {"id": p.id, "name": p.name, "args": args}}
 
 
-def model_parts(content: list[Any], signer: thoughts.Signer, ctx: Context, with_ids: bool = True) -> list[dict[str, Any]]:
+def model_parts(
+    content: list[Any], signer: thoughts.Signer, ctx: Context, with_ids: bool = True
+) -> list[dict[str, Any]]:
     """Assistant parts -> Gemini ``parts`` with their signatures (thought text as ``thought`` parts)."""
     out: list[dict[str, Any]] = []
     for p in content:
@@ -224,12 +230,17 @@ def encode_response(resp: Response, ctx: Context) -> dict[str, Any]:
     parts = model_parts(resp.content, thoughts.Signer(False, ctx.dropped), ctx)
     cand: dict[str, Any] = {
         "content": {"role": "model", "parts": parts or [{"text": ""}]},
-        "finishReason": finish_reason(refused_stop(resp.stop_reason, any(type(p) is RefusalPart for p in resp.content))),
+        "finishReason": finish_reason(
+            refused_stop(resp.stop_reason, any(type(p) is RefusalPart for p in resp.content))
+        ),
         "index": 0,
     }
-    return {
+    out = {
         "candidates": [cand],
         "usageMetadata": encode_usage(resp.usage),
         "modelVersion": resp.model,
         "responseId": resp.id,
     }
+    if ctx.request is not None and ctx.request.extra.get("gemini_wrapped"):
+        return {"response": out}  # Code Assist (``v1internal``) wraps its answers
+    return out

@@ -83,6 +83,8 @@ class GeminiStreamDecoder(StreamDecoder):
             raise UpstreamProtocolError(f"Gemini stream event is not JSON: {e}") from None
         if type(obj) is not dict:
             raise UpstreamProtocolError("Gemini stream event is not a JSON object")
+        if "candidates" not in obj and type(obj.get("response")) is dict:  # Code Assist's wrapped event
+            obj = obj["response"]
         if "error" in obj:
             self.done = True
             return [StreamError(error_info_from_object(obj["error"], None))]

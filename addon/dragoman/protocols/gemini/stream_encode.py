@@ -7,9 +7,10 @@ clients expect whole calls. Reasoning state rides on the next part's ``thoughtSi
 one no part took goes on an empty text part in the last event, which carries ``finishReason`` and
 ``usageMetadata``. Errors are ``{"error": {...}}`` events.
 
-Framing: ``alt=sse`` (``data: {...}`` events) by default; with ``ctx.extra["gemini_array"]`` (a
-``:streamGenerateContent`` call without ``alt=sse``) the events are the elements of one JSON array, written
-as they come (``[``, ``,\\r\\n`` between elements, ``]`` at the end).
+Framing: ``alt=sse`` (``data: {...}`` events) by default; for a ``:streamGenerateContent`` call without
+``alt=sse`` (the request's ``extra[ARRAY]``) the events are the elements of one JSON array, written as they
+come (``[``, ``,\\r\\n`` between elements, ``]`` at the end); a Code Assist call (``extra[WRAPPED]``) gets
+each event wrapped as ``{"response": ...}``.
 """
 
 from __future__ import annotations
@@ -40,11 +41,12 @@ from dragoman.protocols.base import Context
 from dragoman.protocols.base import StreamEncoder
 from dragoman.protocols.gemini import thoughts
 from dragoman.protocols.gemini.errors import error_json
+from dragoman.protocols.gemini.request_decode import ARRAY
+from dragoman.protocols.gemini.request_decode import WRAPPED
 from dragoman.protocols.gemini.response import encode_usage
 from dragoman.protocols.gemini.response import finish_reason
 from dragoman.protocols.gemini.response import function_call
 
-ARRAY_KEY = "gemini_array"
 _dumps = orjson.dumps
 
 
@@ -64,7 +66,9 @@ class _Block:
 class GeminiStreamEncoder(StreamEncoder):
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
-        self.array = bool(ctx.extra.get(ARRAY_KEY))
+        extra = ctx.request.extra if ctx.request is not None else {}
+        self.array = bool(extra.get(ARRAY))
+        self.wrapped = bool(extra.get(WRAPPED))
         self._started = self._ended = False
         self._first = True
         self._tail = b"}"
@@ -75,7 +79,14 @@ class GeminiStreamEncoder(StreamEncoder):
 
     # -- framing
 
-    def _frame(self, obj_json: bytes) -> bytes:
+    def keepalive(self) -> bytes:
+        """A blank line: SSE parsers dispatch nothing for it, JSON reads it as whitespace; the Gemini SDKs parse
+        every non-empty line, so an SSE comment would break them."""
+        return b"\n"
+
+    def _frame(self, obj_json: bytes, wrap: bool = True) -> bytes:
+        if self.wrapped and wrap:  # Code Assist: {"response": GenerateContentResponse}
+            obj_json = b'{"response":' + obj_json + b"}"
         if not self.array:
             return b"data: " + obj_json + b"\n\n"
         head = b"[" if self._first else b",\r\n"
@@ -138,7 +149,7 @@ class GeminiStreamEncoder(StreamEncoder):
         self._ended = True
         if not self.array:
             return b"data: " + error_json(err) + b"\n\n"
-        return self._frame(error_json(err)) + b"]"
+        return self._frame(error_json(err), wrap=False) + b"]"
 
     def close(self) -> bytes:
         if self.array and not self._ended:
@@ -164,12 +175,15 @@ class GeminiStreamEncoder(StreamEncoder):
         if b.kind is BlockKind.THINKING or b.kind is BlockKind.REDACTED_THINKING:
             redacted = b.sig if b.kind is BlockKind.REDACTED_THINKING else None
             sig = None if redacted else b.sig
-            self._signer.add(ThinkingPart(text="".join(b.text), signature=sig, encrypted_content=b.enc,
-                                          redacted_data=redacted))
+            self._signer.add(
+                ThinkingPart(text="".join(b.text), signature=sig, encrypted_content=b.enc, redacted_data=redacted)
+            )
             return b""
         if b.kind is BlockKind.TOOL_CALL or b.kind is BlockKind.CUSTOM_TOOL_CALL:
-            kind = "custom" if b.kind is BlockKind.CUSTOM_TOOL_CALL else "function"
-            part = function_call(ToolCallPart(id=b.id, name=b.name, arguments="".join(b.args), kind=kind), self.ctx)
+            call = ToolCallPart(id=b.id, name=b.name, arguments="".join(b.args))
+            if b.kind is BlockKind.CUSTOM_TOOL_CALL:
+                call.kind = "custom"
+            part = function_call(call, self.ctx)
             return self._event([self._signer.sign(part, b.id)])
         return b""
 
