@@ -31,6 +31,7 @@ from dragoman.demo.answer import pieces
 from dragoman.demo.render import render
 from dragoman.demo.wire import ANTHROPIC
 from dragoman.demo.wire import CHAT
+from dragoman.demo.wire import GEMINI
 from dragoman.demo.wire import Reply
 from dragoman.demo.wire import Request
 
@@ -84,6 +85,11 @@ def offered_tools(protocol: str, body: dict[str, Any]) -> Tools:
         for t in body.get("tools") or []:
             if isinstance(t, dict) and t.get("type") in (None, "custom"):
                 found.append((t.get("name"), "function", t.get("input_schema")))
+    elif protocol == GEMINI:
+        for t in body.get("tools") or []:
+            for fd in (t.get("functionDeclarations") or []) if isinstance(t, dict) else []:
+                if isinstance(fd, dict):
+                    found.append((fd.get("name"), "function", fd.get("parametersJsonSchema") or fd.get("parameters")))
     elif protocol == CHAT:
         for t in body.get("tools") or []:
             if isinstance(t, dict) and t.get("type") in ("function", "custom"):
@@ -117,6 +123,14 @@ def tool_results(protocol: str, body: dict[str, Any]) -> list[str]:
             for b in content if isinstance(content, list) else []:
                 if isinstance(b, dict) and b.get("type") == "tool_result":
                     out.append(_text_of(b.get("content")))
+    elif protocol == GEMINI:
+        for c in body.get("contents") or []:
+            for p in (c.get("parts") or []) if isinstance(c, dict) else []:
+                fr = p.get("functionResponse") if isinstance(p, dict) else None
+                resp = fr.get("response") if isinstance(fr, dict) else None
+                if isinstance(resp, dict):
+                    value = resp.get("output", resp.get("error", resp))
+                    out.append(value if isinstance(value, str) else _text_of(value))
     elif protocol == CHAT:
         for m in body.get("messages") or []:
             if m.get("role") == "tool":
