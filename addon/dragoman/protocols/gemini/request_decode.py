@@ -201,8 +201,9 @@ def _tools(body: dict[str, Any], req: Request) -> None:
                     if not isinstance(fd, dict) or not isinstance(fd.get("name"), str):
                         raise ClientRequestError("functionDeclarations: each needs a name")
                     params = _get(fd, "parametersJsonSchema", "parameters_json_schema")
-                    if params is None and fd.get("parameters") is not None:
-                        params = to_json_schema(fd["parameters"])
+                    if params is None:
+                        params = fd.get("parameters")
+                    params = to_json_schema(params) if params is not None else None
                     req.tools.append(Tool(name=fd["name"], description=fd.get("description"), parameters=params))
             else:  # googleSearch, codeExecution, urlContext, ...: hosted tools
                 req.tools.append(Tool(name=key, kind="builtin", raw={key: value}))
@@ -265,7 +266,7 @@ def _generation(body: dict[str, Any], req: Request) -> None:
     mime = _get(g, "responseMimeType", "response_mime_type")
     js = _get(g, "responseJsonSchema", "response_json_schema")
     schema = js if js is not None else _get(g, "responseSchema", "response_schema")
-    if schema is not None and js is None:
+    if schema is not None:  # Gemini CLI sends upper-case type names even in responseJsonSchema
         schema = to_json_schema(schema)
     if mime == "application/json" or schema is not None:
         req.response_format = (

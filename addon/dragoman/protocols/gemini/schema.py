@@ -1,8 +1,9 @@
 """Gemini's ``Schema`` (an OpenAPI 3.0 subset: upper-case ``type``, ``nullable``) <-> JSON Schema.
 
 ``parameters`` / ``responseSchema`` use Gemini's subset; ``parametersJsonSchema`` / ``responseJsonSchema`` take
-JSON Schema as it is, which is what the encoder sends. Decoding lower-cases ``type`` names and turns
-``nullable: true`` into a ``"null"`` type, recursively; ``propertyOrdering`` (Gemini-only) is removed.
+JSON Schema, which is what the encoder sends. Decoding (either kind: Gemini CLI writes ``"OBJECT"`` in its
+``responseJsonSchema`` too) lower-cases ``type`` names and turns ``nullable: true`` into a ``"null"`` type,
+recursively; ``propertyOrdering`` (Gemini-only) is removed.
 """
 
 from __future__ import annotations
