@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 
 import pytest
@@ -116,7 +117,7 @@ def test_calls_and_responses_pair_by_id_then_by_name():
 
 
 def test_carried_anthropic_thinking_comes_back_whole():
-    value = carry.wrap_anthropic("ant-sig", "thought text")
+    value = base64.b64encode(carry.wrap_anthropic("ant-sig", "thought text").encode()).decode()
     body = {"contents": [{"role": "model", "parts": [{"text": "answer", "thoughtSignature": value}]}]}
     t, text = CODEC.decode_request(body).messages[0].parts
     assert (t.text, t.signature, text) == ("thought text", "ant-sig", TextPart("answer"))

@@ -10,11 +10,15 @@ it back; toward Gemini (``Signer``) each signature goes back on its call, a ``PA
 Toward a Gemini client, other reasoning state rides on the next part's ``thoughtSignature`` (Gemini's own
 place for it, which Gemini clients keep in their history): an Anthropic thinking block as ``carry.wrap_anthropic``
 (signature and text, since a Gemini client need not send thought text back), a Responses reasoning item as
-``carry.wrap_responses``; ``client_thinking`` reads them back from the client's parts.
+``carry.wrap_responses``; ``client_thinking`` reads them back from the client's parts. A ``thoughtSignature``
+is bytes in Gemini's schema (base64 on the wire; the google-genai SDK refuses anything else), so such a carried
+value is sent base64-encoded (``to_client``) and recognised on its way back by the tag it decodes to.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 from typing import Any
 
 from dragoman.ir import carry
@@ -25,6 +29,23 @@ from dragoman.ir.request import ThinkingPart
 PART_KEY = "@part"
 
 
+_CARRIED_PREFIX = b"dragoman.v1."
+
+
+def to_client(value: str) -> str:
+    """A carried value as the base64 a ``thoughtSignature`` must be."""
+    return base64.b64encode(value.encode()).decode()
+
+
+def from_client(signature: str) -> str:
+    """A client's ``thoughtSignature``: the carried value it encodes, or the native signature as it is."""
+    try:
+        raw = base64.b64decode(signature, validate=True)
+    except (binascii.Error, ValueError):
+        return signature
+    return raw.decode("utf-8", "replace") if raw.startswith(_CARRIED_PREFIX) else signature
+
+
 def wrap(key: str, signature: str) -> str:
     return carry.wrap_gemini({key: signature})
 
@@ -32,6 +53,7 @@ def wrap(key: str, signature: str) -> str:
 def client_thinking(value: str, call_id: str | None) -> ThinkingPart | None:
     """A Gemini client's ``thoughtSignature`` on a part (a function call's when ``call_id``) -> the thinking part
     that goes before it: a carried value as it was, a native one wrapped by key; None for ``UNSIGNED``."""
+    value = from_client(value)
     if not value or carry.is_unsigned(value):
         return None
     anthropic = carry.unwrap_anthropic(value)
@@ -90,7 +112,7 @@ class Signer:
             return
         value = client_value(p)
         if value is not None:
-            self.pending.append(value)
+            self.pending.append(to_client(value))
 
     def sign(self, part: dict[str, Any], call_id: str | None = None) -> dict[str, Any]:
         sig = self.by_id.pop(call_id, None) if call_id is not None else None
