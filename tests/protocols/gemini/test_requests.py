@@ -208,3 +208,10 @@ def test_an_anthropic_conversation_for_a_gemini_upstream():
 def test_bad_requests(body):
     with pytest.raises(ClientRequestError):
         CODEC.decode_request(body)
+
+
+def test_the_skip_validator_sentinel_is_no_signature():
+    """Gemini CLI signs a call it has no signature for with the sentinel Gemini's docs name: nothing to carry."""
+    fc = {"functionCall": {"name": "ls", "args": {}}, "thoughtSignature": "skip_thought_signature_validator"}
+    (call,) = CODEC.decode_request({"contents": [{"role": "model", "parts": [fc]}]}).messages[0].parts
+    assert isinstance(call, ToolCallPart)

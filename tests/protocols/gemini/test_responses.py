@@ -67,7 +67,10 @@ def test_anthropic_thinking_and_call_reach_a_gemini_client_and_come_back():
     (call,) = s.tool_calls
     assert (call.id, call.name, json.loads(call.arguments)) == ("toolu_9", "ls", {"dir": "."})
     (sig,) = s.signatures  # on the call's part, as Gemini puts it, base64 as Gemini's schema wants
-    assert carry.unwrap_anthropic(base64.b64decode(sig, validate=True).decode()) == {"sig": "CLAUDE-SIG", "text": "Let me look."}
+    assert carry.unwrap_anthropic(base64.b64decode(sig, validate=True).decode()) == {
+        "sig": "CLAUDE-SIG",
+        "text": "Let me look.",
+    }
     # the Gemini client sends the turn back (with or without the thought text): Claude gets its block back
     history = {
         "contents": [

@@ -30,6 +30,8 @@ PART_KEY = "@part"
 
 
 _CARRIED_PREFIX = b"dragoman.v1."
+#: what Gemini's docs tell clients to send on a call they have no signature for (Gemini CLI does): no signature
+SKIP_VALIDATOR = "skip_thought_signature_validator"
 
 
 def to_client(value: str) -> str:
@@ -54,7 +56,7 @@ def client_thinking(value: str, call_id: str | None) -> ThinkingPart | None:
     """A Gemini client's ``thoughtSignature`` on a part (a function call's when ``call_id``) -> the thinking part
     that goes before it: a carried value as it was, a native one wrapped by key; None for ``UNSIGNED``."""
     value = from_client(value)
-    if not value or carry.is_unsigned(value):
+    if not value or carry.is_unsigned(value) or value == SKIP_VALIDATOR:
         return None
     anthropic = carry.unwrap_anthropic(value)
     if anthropic is not None:
