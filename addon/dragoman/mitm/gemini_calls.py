@@ -15,8 +15,8 @@ from dragoman.errors import TranslationError
 from dragoman.ir.common import ErrorInfo
 from dragoman.ir.common import ErrorKind
 from dragoman.protocols import Protocol
-from dragoman.protocols import get_codec
 from dragoman.protocols.base import Context
+from dragoman.protocols.registry import get_codec
 from dragoman.translate.tokens import estimate_input_tokens
 
 _COUNT = re.compile(r"/v1\w*/models/[^/:]+:countTokens$")

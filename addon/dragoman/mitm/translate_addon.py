@@ -28,15 +28,15 @@ from dragoman.mitm import hosts
 from dragoman.mitm import inbound
 from dragoman.mitm import outbound
 from dragoman.mitm import profile_log
-from dragoman.mitm.client_auth import CLIENT_METADATA_KEY
-from dragoman.mitm.exchange import RoutedExchange
 from dragoman.mitm.faults import IdleWatchdog
 from dragoman.mitm.flowstate import METADATA_KEY
 from dragoman.mitm.flowstate import TARGET_OVERRIDE_KEY
 from dragoman.mitm.flowstate import FlowState
+from dragoman.mitm.guards.client_auth import CLIENT_METADATA_KEY
 from dragoman.mitm.outbound import client_key
+from dragoman.mitm.relay.exchange import RoutedExchange
+from dragoman.mitm.relay.upstream_http import Trust
 from dragoman.mitm.translate_config import TranslateConfig
-from dragoman.mitm.upstream_http import Trust
 from dragoman.mitm.usage import whole_usage
 from dragoman.protocols import Protocol
 from dragoman.protocols import detect
@@ -87,7 +87,9 @@ class Translate(TranslateConfig):
         if client is None:
             return
         try:
-            cr = decode_client_request(flow.request.get_content(strict=False) or b"", client, flow.request.path)
+            cr = decode_client_request(
+                flow.request.get_content(strict=False) or b"", client, self.keep_images, flow.request.path
+            )
         except TranslationError as e:
             self._reject(flow, client, e.to_error_info())
             return
@@ -136,6 +138,7 @@ class Translate(TranslateConfig):
             chat_reasoning_field=ctx.options.dragoman_chat_reasoning,
             chat_max_tokens_field=ctx.options.dragoman_chat_max_tokens_field,
             profile=upstream_profile(up, flow.request.host, flow.request.port),
+            mcp_prefix=self.mcp_prefix,
         )
 
     def _encode(self, flow: http.HTTPFlow, cr: ClientRequest, plan: Plan, tctx: Context, model: str) -> bytes | None:
@@ -173,7 +176,7 @@ class Translate(TranslateConfig):
         self.scrubber.hold(flow)  # the credentials leave the flow once the request is sent
         headers = flow.request.headers
         headers["accept-encoding"] = "identity"
-        if body is not cr.raw:
+        if body is not cr.raw or cr.rewritten:
             headers.pop("content-encoding", None)
             headers.pop("transfer-encoding", None)
             flow.request.content = body
@@ -225,6 +228,7 @@ class Translate(TranslateConfig):
             return
         resp = flow.response
         inbound.mask_headers(resp, self.keys)
+        inbound.carry_request_id(resp, state)
         if state.upstream_name:
             resp.headers[ROUTE_HEADER] = f"{state.upstream_name}/{state.upstream_model}"
         if not 200 <= resp.status_code < 300:
@@ -244,8 +248,11 @@ class Translate(TranslateConfig):
             return
         if flow.is_replay:
             return
+        inbound.carry_request_id(flow.response, state)
         if state.translator is None and self.usage.on and 200 <= flow.response.status_code < 300:
             whole_usage(state, flow.response.get_content(strict=False) or b"")
+        if state.translator is None:
+            inbound.rename_back_whole(flow, state)
         if state.translator is None and not state.plan.identity:
             inbound.translate_whole(flow, state)
         inbound.mask_whole(flow, self.keys)

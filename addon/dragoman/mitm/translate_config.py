@@ -19,12 +19,12 @@ from dragoman.ledger import LedgerError
 from dragoman.mitm import inbound
 from dragoman.mitm import options
 from dragoman.mitm.flowstate import FlowStates
+from dragoman.mitm.guards.limits import BodyGate
+from dragoman.mitm.guards.limits import parse_size
+from dragoman.mitm.guards.scrub import Scrubber
 from dragoman.mitm.keymask import KeyMask
-from dragoman.mitm.limits import BodyGate
-from dragoman.mitm.limits import parse_size
-from dragoman.mitm.relay import Relay
-from dragoman.mitm.routing import Routing
-from dragoman.mitm.scrub import Scrubber
+from dragoman.mitm.relay.relay import Relay
+from dragoman.mitm.route_state import Routing
 from dragoman.mitm.usage import UsageBook
 from dragoman.protocols import Protocol
 from dragoman.routing.keyspec import resolve_key as resolve_api_key
@@ -72,6 +72,10 @@ class TranslateConfig:
         self.max_body = human.parse_size(options.MAX_BODY_DEFAULT) or 0
         self.max_inflate_ratio = options.MAX_INFLATE_RATIO_DEFAULT
         self.max_sse_event = human.parse_size(options.MAX_SSE_EVENT_DEFAULT) or 0
+        #: keep only this many most recent images per request (``dragoman_keep_images``; 0: all)
+        self.keep_images = 0
+        #: rename single-underscore ``mcp_`` tools for an Anthropic upstream (``dragoman_mcp_prefix``)
+        self.mcp_prefix = False
 
     # -- options
 
@@ -88,6 +92,13 @@ class TranslateConfig:
                 )
             self.idle_timeout = opts.dragoman_idle_timeout
         self._configure_limits(updated)
+        for name in ("dragoman_models_ttl", "dragoman_keep_images"):
+            if name in updated and getattr(opts, name) < 0:
+                raise exceptions.OptionsError(f"Invalid {name} {getattr(opts, name)}: give an integer >= 0 (0: off)")
+        if "dragoman_keep_images" in updated:
+            self.keep_images = opts.dragoman_keep_images
+        if "dragoman_mcp_prefix" in updated:
+            self.mcp_prefix = bool(opts.dragoman_mcp_prefix)
         # mitmproxy enforces `choices` only on its command line, not for --set or the options API
         for name, allowed in options.CHOICES.items():
             if name in updated and getattr(opts, name) not in allowed:

@@ -15,10 +15,13 @@ from dragoman.errors import ClientRequestError
 from dragoman.errors import UnsupportedFeatureError
 from dragoman.ir.request import Request
 from dragoman.protocols import Protocol
-from dragoman.protocols import get_codec
 from dragoman.protocols._wire import parse_client_json
 from dragoman.protocols.base import Context
 from dragoman.protocols.gemini.request_decode import apply_path
+from dragoman.protocols.registry import get_codec
+from dragoman.translate.images import dropped_name
+from dragoman.translate.images import keep_recent_images
+from dragoman.translate.mcp_names import rename_request
 from dragoman.translate.plan import ModelRule
 from dragoman.translate.plan import Plan
 from dragoman.translate.plan import map_model
@@ -38,6 +41,8 @@ class ClientRequest:
     #: an Anthropic stream's estimated input tokens (``translate.tokens``), computed at the first
     #: translated attempt
     input_tokens_estimate: int | None = None
+    #: ``raw`` is not the client's body as it came (older images replaced, ``translate.images``)
+    rewritten: bool = False
 
 
 @dataclass(slots=True)
@@ -61,17 +66,25 @@ def too_deep(e: BaseException) -> ClientRequestError:
     )
 
 
-def decode_client_request(body: bytes, client: Protocol, path: str = "") -> ClientRequest:
-    """Raises ``ClientRequestError`` (400 in the client's shape) for an invalid client request. ``path``: the
-    request's path, where a Gemini client names the model and whether it streams."""
+def decode_client_request(body: bytes, client: Protocol, keep_images: int = 0, path: str = "") -> ClientRequest:
+    """Raises ``ClientRequestError`` (400 in the client's shape) for an invalid client request.
+
+    ``keep_images`` > 0: only that many most recent images stay (``translate.images``); the others are
+    replaced in the client's JSON first, so a same-protocol upstream gets the trimmed body too. ``path``: the request's path, where a Gemini
+    client names the model and whether it streams."""
     obj = parse_client_json(body)
+    replaced = keep_recent_images(obj, client, keep_images)
+    if replaced:
+        body = orjson.dumps(obj)
     try:
         req = get_codec(client).decode_request(obj)
     except RecursionError as e:
         raise too_deep(e) from None
     if client is Protocol.GEMINI:
         apply_path(req, path)
-    return ClientRequest(body, obj, req, req.model, req.stream)
+    if replaced:
+        req.dropped.add(dropped_name(replaced, keep_images))
+    return ClientRequest(body, obj, req, req.model, req.stream, rewritten=bool(replaced))
 
 
 def encode_upstream_request(cr: ClientRequest, plan: Plan, ctx: Context, model: str) -> bytes:
@@ -94,6 +107,17 @@ def _encode(cr: ClientRequest, plan: Plan, ctx: Context, model: str) -> bytes:
     ctx.request = req
     for name in req.dropped.fields:
         ctx.dropped.add(name)
+    body = _encode_body(cr, plan, ctx, model)
+    if ctx.mcp_prefix and plan.upstream is Protocol.ANTHROPIC_MESSAGES:
+        # the names go up as mcp__...; the answer's way back renames them (``ctx.extra["mcp_names"]``)
+        body, back = rename_request(body)
+        if back:
+            ctx.extra["mcp_names"] = back
+    return body
+
+
+def _encode_body(cr: ClientRequest, plan: Plan, ctx: Context, model: str) -> bytes:
+    req = cr.request
     if plan.identity:
         if model == cr.client_model or plan.client is Protocol.GEMINI:  # Gemini's model is in the URL
             return cr.raw

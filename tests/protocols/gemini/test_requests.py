@@ -21,12 +21,12 @@ from dragoman.ir.request import ToolChoice
 from dragoman.ir.request import ToolResultPart
 from dragoman.protocols import Protocol
 from dragoman.protocols import detect
-from dragoman.protocols import get_codec
 from dragoman.protocols.base import Context
 from dragoman.protocols.gemini import CODEC
 from dragoman.protocols.gemini.request_decode import ARRAY
 from dragoman.protocols.gemini.request_decode import WRAPPED
 from dragoman.protocols.gemini.request_decode import apply_path
+from dragoman.protocols.registry import get_codec
 from protocols.gemini.helpers import CAPTURES
 
 needs_captures = pytest.mark.skipif(not CAPTURES.is_dir(), reason="Gemini CLI captures not on this machine")

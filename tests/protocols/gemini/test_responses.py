@@ -21,13 +21,13 @@ from dragoman.ir.request import ThinkingPart
 from dragoman.ir.request import ToolCallPart
 from dragoman.ir.response import Response
 from dragoman.protocols import Protocol
-from dragoman.protocols import get_codec
 from dragoman.protocols.base import Context
 from dragoman.protocols.gemini import CODEC
 from dragoman.protocols.gemini.partial_args import PartialArgs
 from dragoman.protocols.gemini.partial_args import parse_path
 from dragoman.protocols.gemini.request_decode import ARRAY
 from dragoman.protocols.gemini.request_decode import WRAPPED
+from dragoman.protocols.registry import get_codec
 from dragoman.translate.stream import StreamTranslator
 from protocols.gemini.helpers import body
 from validators import gemini as vg
