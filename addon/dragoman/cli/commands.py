@@ -140,6 +140,5 @@ def main(argv: list[str] | None = None) -> int:
     return args.func(args, extra)
 
 
-
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -105,6 +105,7 @@ def _encode(cr: ClientRequest, plan: Plan, ctx: Context, model: str) -> bytes:
         raise UnsupportedFeatureError("n > 1 (several choices) is not supported by the translated upstream")
     req.model = model
     ctx.request = req
+    ctx.search = None  # set by the upstream's encoder (an earlier attempt's upstream may have been another)
     for name in req.dropped.fields:
         ctx.dropped.add(name)
     body = _encode_body(cr, plan, ctx, model)
