@@ -30,10 +30,16 @@ import orjson
 ANTHROPIC = "anthropic"
 CHAT = "openai-chat"
 RESPONSES = "openai-responses"
-PROTOCOLS = (ANTHROPIC, CHAT, RESPONSES)
-SHORT = {ANTHROPIC: "anthropic", CHAT: "chat", RESPONSES: "responses"}
+GEMINI = "gemini"
+PROTOCOLS = (ANTHROPIC, CHAT, RESPONSES, GEMINI)
+SHORT = {ANTHROPIC: "anthropic", CHAT: "chat", RESPONSES: "responses", GEMINI: "gemini"}
 #: client request paths (what a client of that protocol POSTs to)
-CLIENT_PATHS = {ANTHROPIC: "/v1/messages", CHAT: "/v1/chat/completions", RESPONSES: "/v1/responses"}
+CLIENT_PATHS = {
+    ANTHROPIC: "/v1/messages",
+    CHAT: "/v1/chat/completions",
+    RESPONSES: "/v1/responses",
+    GEMINI: "/v1beta/models/bench:streamGenerateContent?alt=sse",
+}
 
 TOOL_A = "exec_command"
 TOOL_B = "read_file"
@@ -613,7 +619,37 @@ def responses_stream(n: int, seed: int = 0, model: str = "gpt-5.5-2026-04-23") -
     return out
 
 
-GENERATORS = {ANTHROPIC: anthropic_stream, CHAT: chat_stream, RESPONSES: responses_stream}
+# -- Gemini generateContent -------------------------------------------------------------------------------
+
+
+def gemini_stream(n: int, seed: int = 0, model: str = "gemini-3-pro-preview") -> list[bytes]:
+    """As ``tests/corpus/gemini`` shows it: every event a whole response with the new parts (thought summaries,
+    text), each function call whole in one event (the first signed), running usage, the finish on the last."""
+    rng = random.Random(seed)
+    p = _plan(n, overhead=3)
+    rid = "M3iLaY-AI7zTxN8P3Piw4Qg"
+
+    def ev(parts: list, finish: str | None = None) -> bytes:
+        cand: dict = {"content": {"parts": parts, "role": "model"}, "index": 0}
+        if finish:
+            cand["finishReason"] = finish
+        usage = {"promptTokenCount": 75386, "candidatesTokenCount": 1812, "totalTokenCount": 77710,
+                 "cachedContentTokenCount": 71342, "thoughtsTokenCount": 512}
+        return _sse(None, {"candidates": [cand], "usageMetadata": usage, "modelVersion": model, "responseId": rid})
+
+    out = [ev([{"text": t, "thought": True}]) for t in _rng_text(rng, p.thinking)]
+    out += [ev([{"text": t}]) for t in _rng_text(rng, p.text)]
+    for i, tool in enumerate((TOOL_A, TOOL_B)):
+        args = orjson.loads("".join(_args_fragments(rng, p.tool_a if i == 0 else p.tool_b, tool)))
+        part: dict = {"functionCall": {"name": tool, "args": args}}
+        if i == 0:
+            part["thoughtSignature"] = "EpEgCo4gAb4+9vvWwdN+NkNiCCwrqvFI8uf9IiD2A47Bm4Sga0kUTm4e" * 8
+        out.append(ev([part]))
+    out.append(ev([{"text": ""}], "STOP"))
+    return out
+
+
+GENERATORS = {ANTHROPIC: anthropic_stream, CHAT: chat_stream, RESPONSES: responses_stream, GEMINI: gemini_stream}
 
 
 def generate(protocol: str, n: int, seed: int = 0) -> list[bytes]:
@@ -647,6 +683,11 @@ def output_text_bytes(events: list[bytes]) -> int:
             "response.function_call_arguments.delta",
         ):
             total += len(obj["delta"].encode())
+        elif "candidates" in obj:
+            for part in obj["candidates"][0]["content"]["parts"]:
+                total += len((part.get("text") or "").encode())
+                if "functionCall" in part:
+                    total += len(orjson.dumps(part["functionCall"].get("args") or {}))
         elif "choices" in obj:
             for c in obj["choices"]:
                 d = c.get("delta") or {}
@@ -692,6 +733,20 @@ def small_request(client: str, model: str) -> dict:
                 {"name": TOOL_A, "description": "Runs a shell command", "input_schema": _TOOL_SCHEMA_A},
                 {"name": TOOL_B, "description": "Reads a file", "input_schema": _TOOL_SCHEMA_B},
             ],
+        }
+    if client == GEMINI:  # the model and streaming are in the URL; Code Assist's wrapped form names the model
+        decls = [
+            {"name": TOOL_A, "description": "Runs a shell command", "parametersJsonSchema": _TOOL_SCHEMA_A},
+            {"name": TOOL_B, "description": "Reads a file", "parametersJsonSchema": _TOOL_SCHEMA_B},
+        ]
+        return {
+            "model": model,
+            "request": {
+                "systemInstruction": {"parts": [{"text": _SYSTEM}]},
+                "contents": [{"role": "user", "parts": [{"text": _USER}]}],
+                "tools": [{"functionDeclarations": decls}],
+                "generationConfig": {"maxOutputTokens": 32000, "thinkingConfig": {"includeThoughts": True}},
+            },
         }
     if client == CHAT:
         return {
@@ -780,6 +835,8 @@ def check_output(client: str, sse_bytes: bytes) -> tuple[int, str | None]:
         if (client == ANTHROPIC and t == "message_stop") or (
             client == RESPONSES and t in ("response.completed", "response.incomplete")
         ):
+            terminal = True
+        if client == GEMINI and any("finishReason" in c for c in obj.get("candidates") or ()):
             terminal = True
     if not terminal:
         return n, "no terminal event"

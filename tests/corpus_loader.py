@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 
 CORPUS = Path(__file__).parent / "corpus"
-PROTOCOLS = {"anthropic": "anthropic", "chat": "openai-chat", "responses": "openai-responses"}
+PROTOCOLS = {"anthropic": "anthropic", "chat": "openai-chat", "responses": "openai-responses", "gemini": "gemini"}
 
 
 @dataclass(frozen=True)
@@ -100,7 +100,7 @@ def _from_chunks(rel: str, path: Path, prov: str) -> Sample:
     for line in path.read_text().splitlines():
         if not line.strip():
             continue
-        if proto == "openai-chat":
+        if proto in ("openai-chat", "gemini"):
             parts.append(f"data: {line}\n\n")
         else:
             parts.append(f"event: {json.loads(line)['type']}\ndata: {line}\n\n")
@@ -130,6 +130,8 @@ def load_all() -> tuple[Sample, ...]:
                 status = 400
             if obj.get("type") == "error":
                 status = 400
+            if proto == "gemini" and isinstance(obj.get("error"), dict):
+                status = int(obj["error"].get("code", 400))
             out.append(Sample(rel, proto, False, status, body, None, prov))
     return tuple(out)
 

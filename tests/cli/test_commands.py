@@ -283,11 +283,11 @@ def test_run_with_a_broken_or_missing_routes_file(tmp_path, capsys):
     assert "cannot read the routes file" in str(e.value)
     bad = tmp_path / "bad.yaml"
     bad.write_text(
-        "upstreams:\n  - {name: a, protocol: gemini, base_url: 'http://x'}\nroutes: [{match: '*', to: [a]}]\n"
+        "upstreams:\n  - {name: a, protocol: vertex, base_url: 'http://x'}\nroutes: [{match: '*', to: [a]}]\n"
     )
     with pytest.raises(SystemExit) as e:
         cli_mod.main(["run", "--config", str(bad)])
-    assert "line 2: upstreams[0] (a): unknown protocol 'gemini'" in str(e.value)
+    assert "line 2: upstreams[0] (a): unknown protocol 'vertex'" in str(e.value)
     with pytest.raises(SystemExit) as e:
         cli_mod.main(["run", "--config", str(bad), "--target", "anthropic"])
     assert "--config names every upstream" in str(e.value)

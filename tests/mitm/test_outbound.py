@@ -34,6 +34,9 @@ def test_configured_key_strips_every_client_credential(target):
     assert req.query.get("beta") == "true" and req.query.get("x") == "1"
     if target is Protocol.ANTHROPIC_MESSAGES:
         assert req.headers["x-api-key"] == KEY
+    elif target is Protocol.GEMINI:
+        assert req.headers["x-goog-api-key"] == KEY
+        assert "authorization" not in req.headers
     else:
         assert req.headers["authorization"] == f"Bearer {KEY}"
 

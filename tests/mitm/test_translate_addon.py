@@ -79,7 +79,7 @@ def header_values(msg) -> str:
 @pytest.mark.parametrize(
     "opts, needle",
     [
-        ({"dragoman_target": "gemini"}, "dragoman_target"),
+        ({"dragoman_target": "vertex"}, "dragoman_target"),
         ({"dragoman_upstream": "ftp://api.example"}, "scheme"),
         ({"dragoman_upstream": "api.openai.com/v1"}, "scheme"),
         ({"dragoman_upstream": "https://"}, "no host"),

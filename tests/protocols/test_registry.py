@@ -41,9 +41,10 @@ def test_each_protocol_has_one_codec_and_an_endpoint_it_detects_as_itself(protoc
     assert isinstance(codec, Codec)
     assert codec.protocol is protocol
     assert get_codec(protocol) is codec
-    assert detect(protocol.endpoint) is protocol
+    endpoint = "/v1beta/models/gemini-2.5-flash:generateContent" if protocol is Protocol.GEMINI else protocol.endpoint
+    assert detect(endpoint) is protocol
 
 
 def test_protocol_values_are_the_option_names():
-    assert [p.value for p in Protocol] == ["anthropic", "openai-chat", "openai-responses"]
+    assert [p.value for p in Protocol] == ["anthropic", "openai-chat", "openai-responses", "gemini"]
     assert Protocol("openai-chat") is Protocol.OPENAI_CHAT

@@ -24,22 +24,26 @@ from recordings_loader import SESSIONS
 from recordings_loader import exchange_id
 from validators import anthropic as va
 from validators import chat as vc
+from validators import gemini as vg
 from validators import responses as vr
 
 STREAM = {
     Protocol.ANTHROPIC_MESSAGES: va.validate_stream,
     Protocol.OPENAI_CHAT: vc.validate_stream,
     Protocol.OPENAI_RESPONSES: vr.validate_stream,
+    Protocol.GEMINI: vg.validate_stream,
 }
 BODY = {
     Protocol.ANTHROPIC_MESSAGES: va.validate_message,
     Protocol.OPENAI_CHAT: vc.validate_completion,
     Protocol.OPENAI_RESPONSES: vr.validate_response,
+    Protocol.GEMINI: vg.validate_response,
 }
 ERROR = {
     Protocol.ANTHROPIC_MESSAGES: va.validate_error_body,
     Protocol.OPENAI_CHAT: vc.validate_error_body,
     Protocol.OPENAI_RESPONSES: vr.validate_error_body,
+    Protocol.GEMINI: vg.validate_error_body,
 }
 
 

@@ -95,8 +95,8 @@ def replace(old: str, new: str) -> str:
     ("text", "message"),
     [
         (
-            replace("protocol: anthropic", "protocol: gemini"),
-            "routes.yaml line 7: upstreams[1] (claude): unknown protocol 'gemini' (allowed: anthropic, openai-chat, openai-responses)",
+            replace("protocol: anthropic", "protocol: vertex"),
+            "routes.yaml line 7: upstreams[1] (claude): unknown protocol 'vertex' (allowed: anthropic, openai-chat, openai-responses, gemini)",
         ),
         (
             replace("base_url: https://api.anthropic.com", "base_url: ftp://x"),

@@ -35,35 +35,49 @@ from dragoman.translate.stream import StreamTranslator
 from validators import Summary
 from validators import anthropic as va
 from validators import chat as vc
+from validators import gemini as vg
 from validators import responses as vr
 
 P = {
     "anthropic": Protocol.ANTHROPIC_MESSAGES,
     "openai-chat": Protocol.OPENAI_CHAT,
     "openai-responses": Protocol.OPENAI_RESPONSES,
+    "gemini": Protocol.GEMINI,
 }
-SHORT = {Protocol.ANTHROPIC_MESSAGES: "anthropic", Protocol.OPENAI_CHAT: "chat", Protocol.OPENAI_RESPONSES: "responses"}
+SHORT = {
+    Protocol.ANTHROPIC_MESSAGES: "anthropic",
+    Protocol.OPENAI_CHAT: "chat",
+    Protocol.OPENAI_RESPONSES: "responses",
+    Protocol.GEMINI: "gemini",
+}
 STREAM_VALIDATOR = {
     Protocol.ANTHROPIC_MESSAGES: va.validate_stream,
     Protocol.OPENAI_CHAT: vc.validate_stream,
     Protocol.OPENAI_RESPONSES: vr.validate_stream,
+    Protocol.GEMINI: vg.validate_stream,
 }
 BODY_VALIDATOR = {
     Protocol.ANTHROPIC_MESSAGES: va.validate_message,
     Protocol.OPENAI_CHAT: vc.validate_completion,
     Protocol.OPENAI_RESPONSES: vr.validate_response,
+    Protocol.GEMINI: vg.validate_response,
 }
 ERROR_VALIDATOR = {
     Protocol.ANTHROPIC_MESSAGES: va.validate_error_body,
     Protocol.OPENAI_CHAT: vc.validate_error_body,
     Protocol.OPENAI_RESPONSES: vr.validate_error_body,
+    Protocol.GEMINI: vg.validate_error_body,
 }
 
 #: bytewise chunking of big streams costs minutes; random/UTF-8/CR splits still run for all
 BYTEWISE_LIMIT = 60_000
 
 #: (source sample name, target) -> reason. Only cases that genuinely cannot be translated.
-XFAIL: dict[tuple[str, str], str] = {}
+XFAIL: dict[tuple[str, str], str] = {
+    ("anthropic/anthropic-sdk-python__stream-max-tokens-mid-tool-input.sse.txt", "gemini"): (
+        "a Gemini functionCall's args is a JSON object: a call cut by max_tokens mid-arguments has none to give"
+    ),
+}
 
 
 @pytest.fixture(autouse=True)
@@ -105,6 +119,21 @@ def canonical_stop(s: Summary, proto: Protocol) -> str | None:
             "function_call": "tool",
             "content_filter": "refusal",
         }[r]
+    elif proto is Protocol.GEMINI:
+        c = (
+            "refusal"
+            if r.startswith("blocked:")
+            else {
+                "STOP": "end",
+                "MAX_TOKENS": "length",
+                "SAFETY": "refusal",
+                "RECITATION": "refusal",
+                "PROHIBITED_CONTENT": "refusal",
+                "BLOCKLIST": "refusal",
+                "SPII": "refusal",
+                "OTHER": "error",
+            }.get(r, "other")
+        )
     else:
         c = {
             "completed": "end",
@@ -152,6 +181,18 @@ def compare(src: Summary, p: Protocol, out: Summary, q: Protocol) -> None:
         return
     assert out.error is None, f"unexpected error in the output: {out.error}"
     a, b = essence(src, p), essence(out, q)
+    if p is Protocol.GEMINI and (src.stop_reason or "").startswith("blocked:"):
+        # a blocked Gemini prompt has no text: the client gets a refusal naming the block reason
+        assert b.stop == "refusal" and src.stop_reason.split(":", 1)[1] in b.text, (out.stop_reason, b.text)
+        return
+    if p is Protocol.GEMINI or q is Protocol.GEMINI:
+        # Gemini calls often have no id (Dragoman makes one); compare ids only where both sides have one
+        a.tools = [
+            (i if b_i is not None and i is not None else None, n, x) for (i, n, x), (b_i, _, _) in zip(a.tools, b.tools)
+        ] + a.tools[len(b.tools) :]
+        b.tools = [
+            (i if a_i is not None else None, n, x) for (i, n, x), (a_i, _, _) in zip(b.tools, a.tools)
+        ] + b.tools[len(a.tools) :]
     assert b.text == a.text, "text differs"
     assert b.thinking == a.thinking, "thinking text differs"
     assert b.tools == a.tools, "tool calls differ"

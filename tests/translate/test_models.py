@@ -17,7 +17,7 @@ def test_parse_both_shapes():
 
 
 def test_not_a_list():
-    for body in (None, "ok", [], {"data": "x"}, {"models": []}):
+    for body in (None, "ok", [], {"data": "x"}, {"models": "x"}):
         assert m.parse_model_list(body) is None
 
 

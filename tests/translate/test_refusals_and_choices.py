@@ -30,13 +30,14 @@ from dragoman.translate.response import translate_response
 from dragoman.translate.stream import StreamTranslator
 from validators import anthropic as va
 from validators import chat as vc
+from validators import gemini as vg
 from validators import responses as vr
 from validators.sse import parse_sse
 
-A, C, R = Protocol.ANTHROPIC_MESSAGES, Protocol.OPENAI_CHAT, Protocol.OPENAI_RESPONSES
-SHORT = {A: "anthropic", C: "chat", R: "responses"}
-STREAM_VALIDATOR = {A: va.validate_stream, C: vc.validate_stream, R: vr.validate_stream}
-BODY_VALIDATOR = {A: va.validate_message, C: vc.validate_completion, R: vr.validate_response}
+A, C, R, G = Protocol.ANTHROPIC_MESSAGES, Protocol.OPENAI_CHAT, Protocol.OPENAI_RESPONSES, Protocol.GEMINI
+SHORT = {A: "anthropic", C: "chat", R: "responses", G: "gemini"}
+STREAM_VALIDATOR = {A: va.validate_stream, C: vc.validate_stream, R: vr.validate_stream, G: vg.validate_stream}
+BODY_VALIDATOR = {A: va.validate_message, C: vc.validate_completion, R: vr.validate_response, G: vg.validate_response}
 
 
 @pytest.fixture(autouse=True)
@@ -221,6 +222,8 @@ def _translate_stream(src: Source, client: Protocol, pieces: list[bytes]) -> tup
 def _seen_in_stream(client: Protocol, out: bytes) -> dict[str, Any]:
     """What a client of ``client`` reads from the stream: stop, text, refusal (raw wire fields)."""
     s = STREAM_VALIDATOR[client](out)  # strict: a well-formed stream of the client's protocol
+    if client is G:  # no refusal content: the text, and the finish reason
+        return {"stop": s.stop_reason, "text": s.text, "refusal": None}
     frames, _ = parse_sse(out, strict=True)
     objs = [f.json() for f in frames if f.data != "[DONE]"]
     if client is A:
@@ -238,6 +241,8 @@ def _seen_in_stream(client: Protocol, out: bytes) -> dict[str, Any]:
 def _seen_in_body(client: Protocol, out: bytes) -> dict[str, Any]:
     s = BODY_VALIDATOR[client](out)
     obj = json.loads(out)
+    if client is G:
+        return {"stop": s.stop_reason, "text": s.text, "refusal": None}
     if client is A:
         return {"stop": s.stop_reason, "text": s.text, "refusal": None, "blocks": [b["type"] for b in obj["content"]]}
     if client is C:
@@ -248,6 +253,9 @@ def _seen_in_body(client: Protocol, out: bytes) -> dict[str, Any]:
 
 
 def _expected(src: Source, client: Protocol, refusal: str | None) -> dict[str, Any]:
+    if client is G:
+        # Gemini has no refusal content either: the refusal text is the text, the finish reason SAFETY
+        return {"stop": "SAFETY", "text": refusal if refusal is not None else src.text, "refusal": None}
     if client is A:
         # Anthropic has no refusal content: the refusal text is the text block, stop_reason says "refusal"
         text = refusal if refusal is not None else src.text

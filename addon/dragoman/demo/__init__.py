@@ -1,4 +1,4 @@
-"""The offline demo's scriptable fake LLM upstream, speaking all three protocols (stdlib only, 127.0.0.1).
+"""The offline demo's scriptable fake LLM upstream, speaking all four protocols (stdlib only, 127.0.0.1).
 
 ``make run`` / ``python -m dragoman demo`` put mitmdump in front of it; ``python -m dragoman fake-upstream``
 runs it alone; the tests, the real-CLI tests (``agent`` scenario) and the benchmark (its own scenario)
@@ -8,8 +8,8 @@ all use it. It does I/O: the sans-I/O core never imports it.
   scenarios.py     the registry of named scenarios (text, thinking, tools, error429, midstream_error, ...)
   agent.py         the ``agent`` scenario: a tool-using model for Claude Code / Codex tool loops
   answer.py        ``Answer``: what the fake model says, whatever the protocol
-  anthropic.py, chat.py, responses.py   one answer written as each protocol's JSON body or SSE events
-  render.py        the dispatch to those three
+  anthropic.py, chat.py, responses.py, gemini.py   one answer written as each protocol's JSON body or SSE events
+  render.py        the dispatch to those four
   wire.py          ``Request`` / ``Reply`` / SSE framing (``split_sse``: a recorded stream cut into events)
 """
 

@@ -9,7 +9,10 @@
       - ``exec`` (Codex code mode, a freeform JavaScript tool): a script calling ``tools.exec_command``.
     A freeform (custom) tool that reached us as a function with one string property is filled through
     that property; a Responses ``custom`` tool is answered with a ``custom_tool_call``.
+      - ``run_shell_command`` (Gemini CLI): ``{"command": COMMAND}``.
   * a request that carries a tool result -> a final text ``FINAL_MARK`` + the tool's output.
+  * a request that offers no tool and asks for structured output (Gemini CLI's routing classifier) ->
+    ``JSON_ANSWER``.
 
 ``thinking=True`` puts a reasoning part before the tool call: Anthropic a ``thinking`` block with
 ``SIGNATURE``, Chat ``reasoning_content``, Responses a ``reasoning`` item with ``ENCRYPTED`` (and a
@@ -31,6 +34,7 @@ from dragoman.demo.answer import pieces
 from dragoman.demo.render import render
 from dragoman.demo.wire import ANTHROPIC
 from dragoman.demo.wire import CHAT
+from dragoman.demo.wire import GEMINI
 from dragoman.demo.wire import Reply
 from dragoman.demo.wire import Request
 
@@ -45,6 +49,8 @@ PATCH_FILE = "dragoman_patch.txt"
 PATCH_LINE = "patched by dragoman"
 PATCH_TEXT = f"*** Begin Patch\n*** Add File: {PATCH_FILE}\n+{PATCH_LINE}\n*** End Patch\n"
 EXEC_JS = f"const r = await tools.exec_command({{cmd: {json.dumps(COMMAND)}}});\ntext(r);\n"
+#: the answer to a request for structured output: any JSON object will do for the clients that ask one
+JSON_ANSWER = '{"complexity_reasoning": "a single shell command", "complexity_score": 10}'
 USAGE_IN = 100
 USAGE_OUT = 20
 
@@ -84,6 +90,11 @@ def offered_tools(protocol: str, body: dict[str, Any]) -> Tools:
         for t in body.get("tools") or []:
             if isinstance(t, dict) and t.get("type") in (None, "custom"):
                 found.append((t.get("name"), "function", t.get("input_schema")))
+    elif protocol == GEMINI:
+        for t in body.get("tools") or []:
+            for fd in (t.get("functionDeclarations") or []) if isinstance(t, dict) else []:
+                if isinstance(fd, dict):
+                    found.append((fd.get("name"), "function", fd.get("parametersJsonSchema") or fd.get("parameters")))
     elif protocol == CHAT:
         for t in body.get("tools") or []:
             if isinstance(t, dict) and t.get("type") in ("function", "custom"):
@@ -117,6 +128,14 @@ def tool_results(protocol: str, body: dict[str, Any]) -> list[str]:
             for b in content if isinstance(content, list) else []:
                 if isinstance(b, dict) and b.get("type") == "tool_result":
                     out.append(_text_of(b.get("content")))
+    elif protocol == GEMINI:
+        for c in body.get("contents") or []:
+            for p in (c.get("parts") or []) if isinstance(c, dict) else []:
+                fr = p.get("functionResponse") if isinstance(p, dict) else None
+                resp = fr.get("response") if isinstance(fr, dict) else None
+                if isinstance(resp, dict):
+                    value = resp.get("output", resp.get("error", resp))
+                    out.append(value if isinstance(value, str) else _text_of(value))
     elif protocol == CHAT:
         for m in body.get("messages") or []:
             if m.get("role") == "tool":
@@ -148,6 +167,22 @@ def _single_string_property(schema: dict[str, Any]) -> str | None:
     return None
 
 
+def wants_json(protocol: str, body: dict[str, Any]) -> bool:
+    """The request asks for structured output (a JSON answer)."""
+    if protocol == ANTHROPIC:
+        oc = body.get("output_config")
+        return isinstance(oc, dict) and "format" in oc
+    if protocol == CHAT:
+        rf = body.get("response_format")
+        return isinstance(rf, dict) and rf.get("type") in ("json_object", "json_schema")
+    if protocol == GEMINI:
+        g = body.get("generationConfig")
+        return isinstance(g, dict) and g.get("responseMimeType") == "application/json"
+    text = body.get("text")
+    fmt = text.get("format") if isinstance(text, dict) else None
+    return isinstance(fmt, dict) and fmt.get("type") in ("json_object", "json_schema")
+
+
 def choose_call(tools: Tools, patch: bool) -> Choice | None:
     """The one call to make, from the tools offered (None: nothing usable)."""
 
@@ -164,6 +199,7 @@ def choose_call(tools: Tools, patch: bool) -> Choice | None:
         ("exec_command", {"cmd": COMMAND}),
         ("shell_command", {"command": COMMAND}),
         ("shell", {"command": ["bash", "-lc", COMMAND]}),
+        ("run_shell_command", {"command": COMMAND, "description": "Print the test marker"}),
     ):
         if name in tools:
             return Choice(name, json.dumps(args))
@@ -191,6 +227,8 @@ class Agent:
         if results:
             return self._say(f"{FINAL_MARK}: the tool printed {results[-1].strip()[:400]}", ids)
         tools = offered_tools(protocol, body)
+        if not tools and wants_json(protocol, body):
+            return self._say(JSON_ANSWER, ids)
         choice = choose_call(tools, self.patch)
         if choice is None:
             return self._say(f"no usable tool offered; tools were {sorted(tools)}", ids)

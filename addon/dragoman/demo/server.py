@@ -4,6 +4,7 @@ Endpoints (the protocol is chosen by the path; the query string is ignored):
   POST .../v1/messages        Anthropic Messages
   POST .../chat/completions   OpenAI Chat Completions
   POST .../responses          OpenAI Responses
+  POST .../models/M:generateContent, :streamGenerateContent   Gemini
   GET / HEAD any path         health check (200 "ok", text/plain)
 
 The scenario is chosen per request by the header ``x-fake-scenario``, else by the model name when it is a
@@ -246,7 +247,7 @@ class FakeUpstream:
         if problem is not None:
             writer.write(_json(400, anthropic.error_body("invalid_request_error", problem)))
             return True
-        request = Request.of(protocol, body, incoming.headers)
+        request = Request.of(protocol, body, incoming.headers, incoming.path)
         name = "answer"
         scenario = self.answer
         if scenario is None:

@@ -15,6 +15,8 @@ from typing import Any
 ANTHROPIC = "anthropic"
 CHAT = "openai-chat"
 RESPONSES = "openai-responses"
+GEMINI = "gemini"
+_GEMINI_PATH = re.compile(r"/models/([^/:]+):(?:(stream)G|g)enerateContent$")
 
 #: the faults a scenario can ask for; they act at the text deltas (see ``mark_fault``)
 MIDSTREAM_ERROR = "midstream_error"
@@ -35,12 +37,16 @@ class Request:
     headers: dict[str, str] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, protocol: str, body: dict[str, Any], headers: dict[str, str] | None = None) -> Request:
+    def of(cls, protocol: str, body: dict[str, Any], headers: dict[str, str] | None = None, path: str = "") -> Request:
         options = body.get("stream_options")
+        model, stream = body.get("model"), bool(body.get("stream"))
+        m = _GEMINI_PATH.search(path.split("?", 1)[0]) if protocol == GEMINI else None
+        if m is not None:  # Gemini names the model and the method in the path
+            model, stream = m.group(1), m.group(2) is not None
         return cls(
             protocol=protocol,
-            model=str(body.get("model") or "fake-model"),
-            stream=bool(body.get("stream")),
+            model=str(model or "fake-model"),
+            stream=stream,
             include_usage=bool(options.get("include_usage")) if isinstance(options, dict) else False,
             body=body,
             headers=headers or {},
@@ -108,6 +114,8 @@ def split_sse(body: bytes) -> list[bytes]:
 def detect_protocol(path: str) -> str | None:
     """The protocol a POST path speaks (the query string is ignored), or None."""
     p = path.split("?", 1)[0].rstrip("/")
+    if _GEMINI_PATH.search(p):
+        return GEMINI
     if p.endswith("/messages"):
         return ANTHROPIC
     if p.endswith("/chat/completions"):

@@ -11,6 +11,7 @@ GET  /v1/models[/ID]            the upstream's list, converted to the client's s
                                 ``/v1/models/ID`` is answered locally: every name is accepted (it is mapped)
 POST /v1/messages/count_tokens  forwarded when the target is Anthropic; otherwise a local estimate
                                 (``dragoman.translate.tokens``), marked ``x-dragoman-estimate: true``
+POST /v1beta/models/M:countTokens  Gemini's: a local estimate (``gemini_calls``); GET /v1beta/models in Gemini's shape
 GET  .../<model endpoint> + Upgrade: websocket
                                 426 Upgrade Required (the Responses WebSocket is taken first by
                                 ``responses.socket`` once its loopback peer is up)
@@ -35,6 +36,7 @@ from mitmproxy import optmanager
 from dragoman.ir.common import ErrorInfo
 from dragoman.ir.common import ErrorKind
 from dragoman.logsafe import logsafe
+from dragoman.mitm import gemini_calls
 from dragoman.mitm import hosts
 from dragoman.mitm import options
 from dragoman.mitm.guards.scrub import Scrubber
@@ -59,7 +61,7 @@ from dragoman.translate.tokens import estimate_input_tokens
 logger = logging.getLogger(__name__)
 
 JSON_CT = "application/json"
-MODELS_PATHS = ("/v1/models", "/models")
+MODELS_PATHS = ("/v1/models", "/v1beta/models", "/models")
 COUNT_TOKENS_SUFFIX = "/messages/count_tokens"
 #: flow.metadata key naming what Endpoints did with a flow (saved with -w)
 METADATA_KEY = "dragoman_endpoint"
@@ -188,6 +190,9 @@ class Endpoints:
             return
         if req.method == "POST" and (path.endswith("/v1" + COUNT_TOKENS_SUFFIX) or path == COUNT_TOKENS_SUFFIX):
             self._count_tokens(flow)
+        elif req.method == "POST" and gemini_calls.is_count_tokens(path):
+            status, body = gemini_calls.count_tokens(req.get_content(strict=False) or b"")
+            self._answer(flow, status, body, JSON_CT, "count_tokens", **{"x-dragoman-estimate": "true"})
 
     def responseheaders(self, flow: http.HTTPFlow) -> None:
         self.scrubber.sent(flow)

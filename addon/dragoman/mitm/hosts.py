@@ -43,7 +43,11 @@ OFFICIAL_ENDPOINTS: tuple[OfficialEndpoint, ...] = (
 
 ANTHROPIC_HOSTS = frozenset({"api.anthropic.com"})
 OPENAI_HOSTS = frozenset({"api.openai.com", "chatgpt.com"})
-OFFICIAL_HOSTS = ANTHROPIC_HOSTS | OPENAI_HOSTS
+#: Gemini's API, and Code Assist (Gemini CLI signed in with a Google account: ``/v1internal:streamGenerateContent``
+#: with the request wrapped as ``{"model", "project", "request"}``); their generation paths name the model and
+#: method, so they are matched by ``detect`` rather than listed in ``OFFICIAL_ENDPOINTS``
+GOOGLE_HOSTS = frozenset({"generativelanguage.googleapis.com", "cloudcode-pa.googleapis.com"})
+OFFICIAL_HOSTS = ANTHROPIC_HOSTS | OPENAI_HOSTS | GOOGLE_HOSTS
 
 #: the prefix under which the other official calls (models, count_tokens, HEAD /) are handled per host;
 #: on chatgpt.com only Codex's backend is ours, the rest of the site passes through
@@ -51,6 +55,9 @@ HOST_SCOPES = {
     "api.anthropic.com": "/",
     "api.openai.com": "/",
     "chatgpt.com": "/backend-api/codex/",
+    "generativelanguage.googleapis.com": "/",
+    # Code Assist's other calls (loadCodeAssist, onboarding, quotas) go to Google as they are
+    "cloudcode-pa.googleapis.com": "/v1internal:",
 }
 
 
@@ -119,6 +126,8 @@ def official_endpoint(flow: http.HTTPFlow) -> OfficialEndpoint | None:
     for ep in OFFICIAL_ENDPOINTS:
         if ep.host == host and ep.path == path:
             return ep
+    if host in GOOGLE_HOSTS and detect(path) is Protocol.GEMINI:
+        return OfficialEndpoint(host, path, Protocol.GEMINI)
     return None
 
 
@@ -153,7 +162,11 @@ def client_shape(flow: http.HTTPFlow) -> Protocol:
         return Protocol.ANTHROPIC_MESSAGES
     if host in OPENAI_HOSTS:
         return Protocol.OPENAI_CHAT
+    if host in GOOGLE_HOSTS:
+        return Protocol.GEMINI
     headers = flow.request.headers
     if "anthropic-version" in headers or "x-api-key" in headers:
         return Protocol.ANTHROPIC_MESSAGES
+    if "x-goog-api-key" in headers or "/v1beta/" in flow.request.path:
+        return Protocol.GEMINI
     return Protocol.OPENAI_CHAT

@@ -19,6 +19,7 @@ from dragoman.mitm.faults import deliver_final_frame
 from dragoman.mitm.flowstate import FlowState
 from dragoman.mitm.keymask import KeyMask
 from dragoman.protocols import Protocol
+from dragoman.protocols.gemini.request_decode import ARRAY
 from dragoman.protocols.registry import get_codec
 from dragoman.translate.mcp_names import McpNameStream
 from dragoman.translate.mcp_names import rename_response
@@ -105,9 +106,16 @@ def install_stream(flow: http.HTTPFlow, state: FlowState, track_usage: bool = Fa
         decoder = state.usage_tap = UsageTap(decoder)
     state.translator = StreamTranslator(decoder, get_codec(plan.client).stream_encoder(state.ctx), max_event)
     stream_headers(resp)
+    resp.headers["content-type"] = client_stream_type(state)
     if resp.http_version.startswith("HTTP/1"):
         resp.headers["transfer-encoding"] = "chunked"
     return True
+
+
+def client_stream_type(state: FlowState) -> str:
+    """SSE, or JSON for a Gemini client's ``:streamGenerateContent`` without ``alt=sse`` (a JSON array)."""
+    req = state.ctx.request
+    return JSON_CT if req is not None and req.extra.get(ARRAY) else SSE_CT
 
 
 def stream_callable(
@@ -293,6 +301,7 @@ def translate_whole(flow: http.HTTPFlow, state: FlowState) -> None:
         resp.headers["content-type"] = JSON_CT
     else:
         stream_headers(resp)
+        resp.headers["content-type"] = client_stream_type(state)
     resp.content = out
 
 

@@ -20,14 +20,15 @@ from dragoman.record.secret_names import is_secret_header
 from dragoman.record.secret_names import is_secret_query
 from dragoman.routing.url import UpstreamURL
 from dragoman.routing.url import default_path
+from dragoman.routing.url import gemini_endpoint
 from dragoman.routing.url import join_endpoint
 
 ANTHROPIC_VERSION = "2023-06-01"
 #: client headers that carry credentials
-AUTH_HEADERS = ("x-api-key", "authorization")
+AUTH_HEADERS = ("x-api-key", "authorization", "x-goog-api-key")
 #: headers that carry a credential for some provider (Anthropic, OpenAI, Azure OpenAI, Google) or a proxy; the
 #: rule is ``secret_names.is_secret_header`` (the one list recordings redact too): these are examples of it
-CREDENTIAL_HEADERS = (*AUTH_HEADERS, "api-key", "x-goog-api-key", "proxy-authorization", "cookie")
+CREDENTIAL_HEADERS = (*AUTH_HEADERS, "api-key", "proxy-authorization", "cookie")
 #: headers never copied from the client's request to a relayed attempt
 NOT_RELAYED = frozenset(
     {
@@ -65,34 +66,46 @@ def pop_credential_headers(headers: http.Headers) -> list[str]:
     return names
 
 
-def client_key(headers: http.Headers) -> str | None:
-    """The credential the client sent (``x-api-key`` or ``Authorization: Bearer``), if any."""
-    key = headers.get("x-api-key")
+def client_key(headers: http.Headers, query: str = "") -> str | None:
+    """The credential the client sent (``x-api-key``, ``Authorization: Bearer``, Gemini's ``x-goog-api-key`` or
+    its ``?key=`` query parameter), if any."""
+    key = headers.get("x-api-key") or headers.get("x-goog-api-key")
     if key:
         return key
     auth = headers.get("authorization", "")
     scheme, _, value = auth.partition(" ")
     if scheme.lower() == "bearer" and value.strip():
         return value.strip()
+    if query:
+        for k, v in parse_qsl(query, keep_blank_values=True):
+            if k == "key" and v:
+                return v
     return None
 
 
-def endpoint_path(url: UpstreamURL | None, target: Protocol) -> str:
+def endpoint_path(
+    url: UpstreamURL | None, target: Protocol, model: str = "", stream: bool = False, identity: bool = False
+) -> str:
+    """The upstream's path; Gemini's names the model and method (``identity``: the client's query follows)."""
+    if target is Protocol.GEMINI:
+        return gemini_endpoint(url.path if url is not None else "", model, stream, sse=not identity)
     return join_endpoint(url.path, target.endpoint) if url is not None else default_path(target)
 
 
-def rewrite_url(req: http.Request, url: UpstreamURL | None, target: Protocol, identity: bool) -> None:
+def rewrite_url(
+    req: http.Request, url: UpstreamURL | None, target: Protocol, identity: bool, model: str = "", stream: bool = False
+) -> None:
     """Point the flow at the upstream (``url`` None: keep the host the client asked for)."""
     _, sep, query = req.path.partition("?")
     if url is not None:
         req.scheme = url.scheme  # scheme first: setting host/port then fixes the Host header
         req.host = url.host
         req.port = url.port
-        path = join_endpoint(url.path, target.endpoint)
-    elif identity:
+        path = endpoint_path(url, target, model, stream, identity)
+    elif identity and target is not Protocol.GEMINI:
         return
     else:
-        path = default_path(target)
+        path = endpoint_path(None, target, model, stream, identity)
     if identity and sep:
         path += "?" + query
     req.path = path
@@ -104,7 +117,7 @@ def rewrite_auth(req: http.Request, target: Protocol, key: str | None) -> None:
     if key is not None:
         strip_credentials(req)
     else:
-        key = client_key(headers)
+        key = client_key(headers, req.path.partition("?")[2])
         for name in AUTH_HEADERS:
             headers.pop(name, None)
     set_auth(headers, target, key)
@@ -137,6 +150,11 @@ def set_auth(headers: http.Headers, target: Protocol, key: str | None) -> None:
             headers["anthropic-version"] = ANTHROPIC_VERSION
         if key:
             headers["x-api-key"] = key
+    elif target is Protocol.GEMINI:
+        for name in [n for n in headers.keys() if n.lower().startswith("anthropic-")]:
+            headers.pop(name, None)
+        if key:
+            headers["x-goog-api-key"] = key
     else:
         found = {raw.decode("latin-1").lower() for raw, _ in headers.fields}  # ``keys()`` is quadratic
         for name in [n for n in found if n.startswith("anthropic-")]:
@@ -171,6 +189,8 @@ def relayed_headers(
             out.append(("anthropic-version", ANTHROPIC_VERSION))
         if key:
             out.append(("x-api-key", key))
+    elif key and target is Protocol.GEMINI:
+        out.append(("x-goog-api-key", key))
     elif key:
         out.append(("authorization", f"Bearer {key}"))
     return out

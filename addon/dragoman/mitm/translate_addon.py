@@ -87,7 +87,9 @@ class Translate(TranslateConfig):
         if client is None:
             return
         try:
-            cr = decode_client_request(flow.request.get_content(strict=False) or b"", client, self.keep_images)
+            cr = decode_client_request(
+                flow.request.get_content(strict=False) or b"", client, self.keep_images, flow.request.path
+            )
         except TranslationError as e:
             self._reject(flow, client, e.to_error_info())
             return
@@ -177,7 +179,7 @@ class Translate(TranslateConfig):
         profile_log.log_placeholders(flow.id, tctx)
         state = self._state(flow, plan, tctx, cr, route, cand)
         self.flows.put(flow.id, state)
-        outbound.rewrite_url(flow.request, up.url, up.protocol, plan.identity)
+        outbound.rewrite_url(flow.request, up.url, up.protocol, plan.identity, cand.model, cr.stream)
         outbound.rewrite_auth(flow.request, up.protocol, up.keys[0].value if up.keys else None)
         self.scrubber.hold(flow)  # the credentials leave the flow once the request is sent
         headers = flow.request.headers

@@ -6,6 +6,7 @@ encoder out of it (requests, whole responses, stream events, errors).
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 
 
@@ -13,6 +14,7 @@ class Protocol(StrEnum):
     ANTHROPIC_MESSAGES = "anthropic"
     OPENAI_CHAT = "openai-chat"
     OPENAI_RESPONSES = "openai-responses"
+    GEMINI = "gemini"
 
     @property
     def endpoint(self) -> str:
@@ -24,12 +26,21 @@ _ENDPOINTS = {
     Protocol.ANTHROPIC_MESSAGES: "/v1/messages",
     Protocol.OPENAI_CHAT: "/chat/completions",
     Protocol.OPENAI_RESPONSES: "/responses",
+    #: Gemini puts the model and method in the path: ``gemini.request_encode.upstream_path`` builds it
+    Protocol.GEMINI: "/v1beta/models",
 }
+
+
+#: Gemini's generation calls: ``/v1beta/models/{model}:generateContent`` (and ``:streamGenerateContent``, any API
+#: version), and Code Assist's ``/v1internal:streamGenerateContent`` (Gemini CLI signed in with Google)
+_GEMINI_PATH = re.compile(r"/v1\w*(?:/models/[^/:]+|internal):(?:stream)?[gG]enerateContent$")
 
 
 def detect(path: str) -> Protocol | None:
     """The client's protocol from the request path (query string ignored)."""
     p = path.split("?", 1)[0].rstrip("/")
+    if ":" in p and _GEMINI_PATH.search(p):
+        return Protocol.GEMINI
     if p.endswith("/v1/messages") or p == "/messages":
         return Protocol.ANTHROPIC_MESSAGES
     if p.endswith("/chat/completions"):

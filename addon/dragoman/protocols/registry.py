@@ -6,6 +6,7 @@ from __future__ import annotations
 from dragoman.protocols import Protocol
 from dragoman.protocols.anthropic_messages import CODEC as ANTHROPIC
 from dragoman.protocols.base import Codec
+from dragoman.protocols.gemini import CODEC as GEMINI
 from dragoman.protocols.openai_chat import CODEC as CHAT
 from dragoman.protocols.openai_responses import CODEC as RESPONSES
 
@@ -13,6 +14,7 @@ CODECS: dict[Protocol, Codec] = {
     Protocol.ANTHROPIC_MESSAGES: ANTHROPIC,
     Protocol.OPENAI_CHAT: CHAT,
     Protocol.OPENAI_RESPONSES: RESPONSES,
+    Protocol.GEMINI: GEMINI,
 }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import NamedTuple
 from urllib.parse import urlsplit
 
@@ -48,6 +49,15 @@ def join_endpoint(base: str, endpoint: str) -> str:
     if endpoint.startswith("/v1/") and base.endswith("/v1"):
         return base + endpoint[3:]
     return base + endpoint
+
+
+def gemini_endpoint(base: str, model: str, stream: bool, sse: bool = True) -> str:
+    """Gemini's generation path under a base path: ``{base}/v1beta/models/{model}:streamGenerateContent?alt=sse``
+    (``sse`` False: without the query, for a client's own query) or ``:generateContent``; a base that already
+    ends with an API version (``/v1beta``, ``/v1``) keeps it."""
+    method = ("streamGenerateContent" + ("?alt=sse" if sse else "")) if stream else "generateContent"
+    version = "" if re.search(r"/v1\w*$", base) else "/v1beta"
+    return f"{base}{version}/models/{model.removeprefix('models/')}:{method}"
 
 
 def default_path(target: Protocol) -> str:

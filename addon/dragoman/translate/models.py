@@ -2,7 +2,8 @@
 
 Anthropic: ``{"data": [{"type": "model", "id", "display_name", "created_at": RFC 3339}], "has_more",
 "first_id", "last_id"}``. OpenAI (Chat and Responses share it): ``{"object": "list", "data": [{"id",
-"object": "model", "created": epoch seconds, "owned_by"}]}``.
+"object": "model", "created": epoch seconds, "owned_by"}]}``. Gemini: ``{"models": [{"name": "models/ID",
+"baseModelId", "displayName", "supportedGenerationMethods"}]}``.
 """
 
 from __future__ import annotations
@@ -35,8 +36,10 @@ class ModelInfo(NamedTuple):
 
 
 def family(protocol: Protocol) -> Protocol:
-    """The list shape a protocol's clients expect: Anthropic, or OpenAI (Chat and Responses share one)."""
-    return Protocol.ANTHROPIC_MESSAGES if protocol is Protocol.ANTHROPIC_MESSAGES else Protocol.OPENAI_CHAT
+    """The list shape a protocol's clients expect: Anthropic, Gemini, or OpenAI (Chat and Responses share one)."""
+    if protocol is Protocol.ANTHROPIC_MESSAGES or protocol is Protocol.GEMINI:
+        return protocol
+    return Protocol.OPENAI_CHAT
 
 
 def _epoch(value: Any) -> int:
@@ -62,6 +65,15 @@ def parse_model_list(body: Any) -> list[ModelInfo] | None:
     """The models of a list in either shape, or None when ``body`` is not a model list."""
     if not isinstance(body, Mapping):
         return None
+    if isinstance(body.get("models"), list):  # Gemini
+        return [
+            ModelInfo(
+                m["name"].removeprefix("models/"),
+                m.get("displayName") if isinstance(m.get("displayName"), str) else None,
+            )
+            for m in body["models"]
+            if isinstance(m, Mapping) and isinstance(m.get("name"), str) and m["name"]
+        ]
     data = body.get("data")
     if not isinstance(data, list):
         return None
@@ -78,7 +90,19 @@ def parse_model_list(body: Any) -> list[ModelInfo] | None:
     return out
 
 
+#: what a Gemini client looks for in a model's methods
+GEMINI_METHODS = ["generateContent", "streamGenerateContent", "countTokens"]
+
+
 def model_object(info: ModelInfo, shape: Protocol) -> dict[str, Any]:
+    if shape is Protocol.GEMINI:
+        return {
+            "name": "models/" + info.id,
+            "baseModelId": info.id,
+            "version": "001",
+            "displayName": info.display_name or info.id,
+            "supportedGenerationMethods": GEMINI_METHODS,
+        }
     if family(shape) is Protocol.ANTHROPIC_MESSAGES:
         return {
             "type": "model",
@@ -92,6 +116,8 @@ def model_object(info: ModelInfo, shape: Protocol) -> dict[str, Any]:
 def model_list(models: Iterable[ModelInfo], shape: Protocol) -> dict[str, Any]:
     """A complete, single-page list in the shape of ``shape``'s clients."""
     data = [model_object(m, shape) for m in models]
+    if shape is Protocol.GEMINI:
+        return {"models": data}
     if family(shape) is Protocol.ANTHROPIC_MESSAGES:
         return {
             "data": data,

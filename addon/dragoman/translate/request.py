@@ -17,6 +17,7 @@ from dragoman.ir.request import Request
 from dragoman.protocols import Protocol
 from dragoman.protocols._wire import parse_client_json
 from dragoman.protocols.base import Context
+from dragoman.protocols.gemini.request_decode import apply_path
 from dragoman.protocols.openai_responses.request_decode import EXTRA_PREVIOUS
 from dragoman.protocols.registry import get_codec
 from dragoman.translate.images import dropped_name
@@ -68,11 +69,12 @@ def too_deep(e: BaseException) -> ClientRequestError:
     )
 
 
-def decode_client_request(body: bytes, client: Protocol, keep_images: int = 0) -> ClientRequest:
+def decode_client_request(body: bytes, client: Protocol, keep_images: int = 0, path: str = "") -> ClientRequest:
     """Raises ``ClientRequestError`` (400 in the client's shape) for an invalid client request.
 
     ``keep_images`` > 0: only that many most recent images stay (``translate.images``); the others are
-    replaced in the client's JSON first, so a same-protocol upstream gets the trimmed body too."""
+    replaced in the client's JSON first, so a same-protocol upstream gets the trimmed body too. ``path``: the request's path, where a Gemini
+    client names the model and whether it streams."""
     obj = parse_client_json(body)
     replaced = keep_recent_images(obj, client, keep_images)
     if replaced:
@@ -81,6 +83,8 @@ def decode_client_request(body: bytes, client: Protocol, keep_images: int = 0) -
         req = get_codec(client).decode_request(obj)
     except RecursionError as e:
         raise too_deep(e) from None
+    if client is Protocol.GEMINI:
+        apply_path(req, path)
     if replaced:
         req.dropped.add(dropped_name(replaced, keep_images))
     return ClientRequest(body, obj, req, req.model, req.stream, rewritten=bool(replaced))
@@ -124,7 +128,7 @@ def _encode(cr: ClientRequest, plan: Plan, ctx: Context, model: str) -> bytes:
 def _encode_body(cr: ClientRequest, plan: Plan, ctx: Context, model: str) -> bytes:
     req = cr.request
     if plan.identity:
-        if model == cr.client_model:
+        if model == cr.client_model or plan.client is Protocol.GEMINI:  # Gemini's model is in the URL
             return cr.raw
         obj = dict(cr.obj)
         obj["model"] = model

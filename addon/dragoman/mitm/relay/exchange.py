@@ -53,7 +53,7 @@ class RoutedExchange:
         self.new_context = new_context
         #: routes come from a file: name the answering upstream in the state
         self.named = named
-        self.own_key = outbound.client_key(req.headers)
+        self.own_key = outbound.client_key(req.headers, req.path.partition("?")[2])
         self.client_headers = list(req.headers.items(multi=True))
         #: where the client was going (for an upstream without a base URL): the destination by name, so the
         #: relay checks the certificate against the name the flow was intercepted for (the SNI of a TLS flow
@@ -92,7 +92,7 @@ class RoutedExchange:
         key = att.key.value if att.key is not None else self.own_key
         url = up.url if up.url is not None else self.origin
         headers = outbound.relayed_headers(self.client_headers, up.protocol, key, configured)
-        path = outbound.endpoint_path(up.url, up.protocol)
+        path = outbound.endpoint_path(up.url, up.protocol, att.candidate.model, self.cr.stream, plan.identity)
         query = outbound.clean_query(self.query)[0] if configured else self.query
         if plan.identity and query:
             path += "?" + query

@@ -1,0 +1,246 @@
+"""Whole Gemini responses both ways (``GenerateContentResponse``), and the usage, finish-reason and call-id
+helpers the streams share.
+
+Decoding: ``candidates[0].content.parts`` -> output parts (``thought`` text is thinking, a ``thoughtSignature``
+becomes the thinking part before its part, see ``thoughts``); ``finishReason`` -> stop reason (a ``STOP`` with
+function calls is a tool-use stop; safety-type reasons are refusals); a prompt blocked by
+``promptFeedback.blockReason`` is a refusal. Other candidates (``candidateCount`` > 1) are dropped and named.
+Encoding: the reverse, one candidate.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from dragoman.errors import UpstreamProtocolError
+from dragoman.ir.common import StopReason
+from dragoman.ir.common import Usage
+from dragoman.ir.mapping import refused_stop
+from dragoman.ir.request import RefusalPart
+from dragoman.ir.request import TextPart
+from dragoman.ir.request import ThinkingPart
+from dragoman.ir.request import ToolCallPart
+from dragoman.ir.response import OutputPart
+from dragoman.ir.response import Response
+from dragoman.protocols._checks import token_count
+from dragoman.protocols._custom_args import unwrap_custom_args
+from dragoman.protocols._custom_args import wrap_custom_args
+from dragoman.protocols.base import Context
+from dragoman.protocols.gemini import thoughts
+
+#: finishReason -> IR (unknown values: END_TURN)
+FINISH_TO_IR = {
+    "STOP": StopReason.END_TURN,
+    "MAX_TOKENS": StopReason.MAX_TOKENS,
+    "SAFETY": StopReason.REFUSAL,
+    "RECITATION": StopReason.REFUSAL,
+    "BLOCKLIST": StopReason.REFUSAL,
+    "PROHIBITED_CONTENT": StopReason.REFUSAL,
+    "SPII": StopReason.REFUSAL,
+    "IMAGE_SAFETY": StopReason.REFUSAL,
+    "IMAGE_PROHIBITED_CONTENT": StopReason.REFUSAL,
+    "LANGUAGE": StopReason.REFUSAL,
+}
+IR_TO_FINISH = {
+    StopReason.END_TURN: "STOP",
+    StopReason.TOOL_USE: "STOP",
+    StopReason.STOP_SEQUENCE: "STOP",
+    StopReason.PAUSE_TURN: "STOP",
+    StopReason.MAX_TOKENS: "MAX_TOKENS",
+    StopReason.REFUSAL: "SAFETY",
+    StopReason.ERROR: "OTHER",
+}
+DROPPED_CANDIDATES = "candidates[1:]"
+
+
+def finish_stop(reason: str, tool_calls: bool) -> StopReason:
+    """A ``finishReason``; Gemini ends a function-call turn with ``STOP``: the calls are the answer."""
+    stop = FINISH_TO_IR.get(reason, StopReason.END_TURN)
+    return StopReason.TOOL_USE if tool_calls and stop is StopReason.END_TURN else stop
+
+
+def finish_reason(stop: StopReason | None) -> str:
+    return IR_TO_FINISH.get(stop or StopReason.END_TURN, "STOP")
+
+
+def blocked_text(feedback: Any) -> str | None:
+    """``promptFeedback.blockReason`` as the refusal text a client sees, or None when the prompt was not blocked."""
+    reason = feedback.get("blockReason") if isinstance(feedback, dict) else None
+    if not isinstance(reason, str) or not reason:
+        return None
+    msg = feedback.get("blockReasonMessage")
+    return f"The prompt was blocked ({reason})" + (f": {msg}" if isinstance(msg, str) and msg else ".")
+
+
+def _count(meta: dict[str, Any], name: str) -> int | None:
+    v = meta.get(name)
+    return token_count(v, name) if isinstance(v, int) else None
+
+
+def decode_usage(meta: Any) -> Usage | None:
+    """``usageMetadata`` -> Usage; None for a bare ``{"trafficType": ...}`` (Vertex's interim events)."""
+    if not isinstance(meta, dict) or ("promptTokenCount" not in meta and "candidatesTokenCount" not in meta):
+        return None
+    prompt = _count(meta, "promptTokenCount")
+    tool_prompt = _count(meta, "toolUsePromptTokenCount")
+    cand = _count(meta, "candidatesTokenCount")
+    thoughts_n = _count(meta, "thoughtsTokenCount")
+    out = None if cand is None and thoughts_n is None else (cand or 0) + (thoughts_n or 0)
+    return Usage(
+        input_tokens=None if prompt is None else prompt + (tool_prompt or 0),
+        output_tokens=out,
+        cache_read_tokens=_count(meta, "cachedContentTokenCount"),
+        reasoning_tokens=thoughts_n,
+    )
+
+
+def encode_usage(u: Usage) -> dict[str, Any]:
+    prompt = u.input_tokens or 0
+    thinking = u.reasoning_tokens or 0
+    cand = (u.output_tokens or 0) - thinking
+    if cand < 0:  # an upstream that counts reasoning apart from its output (xAI): the output count stays whole
+        cand, thinking = u.output_tokens or 0, 0
+    meta: dict[str, Any] = {"promptTokenCount": prompt, "candidatesTokenCount": cand}
+    if thinking:
+        meta["thoughtsTokenCount"] = thinking
+    if u.cache_read_tokens:
+        meta["cachedContentTokenCount"] = u.cache_read_tokens
+    meta["totalTokenCount"] = prompt + cand + thinking
+    return meta
+
+
+def call_id(fc: dict[str, Any], response_id: str | None, n: int) -> str:
+    """A function call's own ``id``, or one made from the response id and its position (unique per turn)."""
+    cid = fc.get("id")
+    return cid if isinstance(cid, str) and cid else f"call_{response_id or 'gemini'}_{n}"
+
+
+def call_part(fc: dict[str, Any], cid: str, ctx: Context) -> ToolCallPart:
+    name = fc.get("name")
+    name = name if isinstance(name, str) else ""
+    args = fc.get("args")
+    arguments = orjson.dumps(args if isinstance(args, dict) else {}).decode()
+    if name in ctx.custom_tools():
+        return ToolCallPart(id=cid, name=name, arguments=unwrap_custom_args(arguments), kind="custom")
+    return ToolCallPart(id=cid, name=name, arguments=arguments)
+
+
+# ---------------------------------------------------------------- decode (upstream -> IR)
+
+
+def decode_parts(parts: list[Any], ctx: Context, response_id: str | None) -> list[OutputPart]:
+    out: list[OutputPart] = []
+    n = 0
+    for p in parts:
+        if not isinstance(p, dict):
+            continue
+        sig = p.get("thoughtSignature")
+        fc = p.get("functionCall")
+        cid = call_id(fc, response_id, n) if isinstance(fc, dict) else None
+        if isinstance(sig, str) and sig:
+            value = thoughts.wrap(cid or thoughts.PART_KEY, sig)
+            last = out[-1] if out else None
+            if type(last) is ThinkingPart and last.signature is None and p.get("thought") is not True:
+                last.signature = value
+            else:
+                out.append(ThinkingPart(signature=value, summary=True))
+        if isinstance(fc, dict) and cid is not None:
+            out.append(call_part(fc, cid, ctx))
+            n += 1
+        elif isinstance(p.get("text"), str):
+            if p.get("thought") is True:
+                out.append(ThinkingPart(text=p["text"], summary=True))
+            elif p["text"]:
+                out.append(TextPart(p["text"]))
+        else:
+            ctx.dropped.add(next(iter(p), "part"))
+    return out
+
+
+def decode_response(body: dict[str, Any], ctx: Context) -> Response:
+    if "candidates" not in body and isinstance(body.get("response"), dict):  # Code Assist's wrapped answer
+        body = body["response"]
+    cands = body.get("candidates")
+    if cands is not None and not isinstance(cands, list):
+        raise UpstreamProtocolError("Gemini response: candidates is not a list")
+    rid = body.get("responseId")
+    rid = rid if isinstance(rid, str) else ""
+    model = body.get("modelVersion")
+    if not isinstance(model, str):
+        model = ctx.request.model if ctx.request is not None else ""
+    usage = decode_usage(body.get("usageMetadata")) or Usage()
+    if not cands:
+        text = blocked_text(body.get("promptFeedback")) or "The model returned no candidates."
+        return Response(id=rid, model=model, content=[RefusalPart(text)], stop_reason=StopReason.REFUSAL, usage=usage)
+    if len(cands) > 1:
+        ctx.dropped.add(DROPPED_CANDIDATES)
+    cand = cands[0] if isinstance(cands[0], dict) else {}
+    content = cand.get("content")
+    parts = content.get("parts") if isinstance(content, dict) else None
+    out = decode_parts(parts if isinstance(parts, list) else [], ctx, rid)
+    calls = any(type(p) is ToolCallPart for p in out)
+    reason = cand.get("finishReason")
+    stop = finish_stop(reason, calls) if isinstance(reason, str) else StopReason.END_TURN
+    return Response(id=rid, model=model, content=out, stop_reason=stop, usage=usage)
+
+
+# ---------------------------------------------------------------- encode (IR -> client)
+
+
+def function_call(p: ToolCallPart, ctx: Context) -> dict[str, Any]:
+    """A tool call part -> ``{"functionCall": {"id", "name", "args"}}`` (a custom tool's input wrapped)."""
+    arguments = wrap_custom_args(p.arguments) if p.kind == "custom" else p.arguments
+    try:
+        args = orjson.loads(arguments) if arguments.strip() else {}
+    except orjson.JSONDecodeError:
+        ctx.dropped.add("functionCall.args(invalid JSON)")
+        args = {}
+    if not isinstance(args, dict):
+        ctx.dropped.add("functionCall.args(not an object)")
+        args = {}
+    return {"functionCall": {"id": p.id, "name": p.name, "args": args}}
+
+
+def model_parts(
+    content: list[Any], signer: thoughts.Signer, ctx: Context, with_ids: bool = True
+) -> list[dict[str, Any]]:
+    """Assistant parts -> Gemini ``parts`` with their signatures (thought text as ``thought`` parts)."""
+    out: list[dict[str, Any]] = []
+    for p in content:
+        if type(p) is ThinkingPart:
+            signer.add(p)
+            if p.text:
+                out.append({"text": p.text, "thought": True})
+        elif type(p) is TextPart or type(p) is RefusalPart:
+            if p.text:
+                out.append(signer.sign({"text": p.text}))
+        elif type(p) is ToolCallPart:
+            part = function_call(p, ctx)
+            if not with_ids:
+                del part["functionCall"]["id"]
+            out.append(signer.sign(part, p.id))
+        else:
+            ctx.dropped.add(type(p).__name__)
+    return out + signer.rest()
+
+
+def encode_response(resp: Response, ctx: Context) -> dict[str, Any]:
+    parts = model_parts(resp.content, thoughts.Signer(False, ctx.dropped), ctx)
+    cand: dict[str, Any] = {
+        "content": {"role": "model", "parts": parts or [{"text": ""}]},
+        "finishReason": finish_reason(
+            refused_stop(resp.stop_reason, any(type(p) is RefusalPart for p in resp.content))
+        ),
+        "index": 0,
+    }
+    out = {
+        "candidates": [cand],
+        "usageMetadata": encode_usage(resp.usage),
+        "modelVersion": resp.model,
+        "responseId": resp.id,
+    }
+    if ctx.request is not None and ctx.request.extra.get("gemini_wrapped"):
+        return {"response": out}  # Code Assist (``v1internal``) wraps its answers
+    return out
