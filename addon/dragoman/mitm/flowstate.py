@@ -64,6 +64,7 @@ class FlowState:
             "upstream_model": self.upstream_model,
             "stream": self.stream,
             "dropped": list(self.ctx.dropped.fields),
+            "lossy": self.ctx.dropped.as_list(),
         }
         if self.upstream_name:
             meta["route"] = self.route

@@ -55,7 +55,9 @@ def install_stream(flow: http.HTTPFlow, state: FlowState, track_usage: bool = Fa
     decoder = get_codec(plan.upstream).stream_decoder(state.ctx)
     if track_usage:
         decoder = state.usage_tap = UsageTap(decoder)
-    state.translator = StreamTranslator(decoder, get_codec(plan.client).stream_encoder(state.ctx), max_event)
+    state.translator = StreamTranslator(
+        decoder, get_codec(plan.client).stream_encoder(state.ctx), max_event, state.ctx.dropped
+    )
     resp.headers.pop("content-length", None)
     resp.headers.pop("content-encoding", None)
     if resp.http_version.startswith("HTTP/1"):
@@ -263,9 +265,12 @@ def log_done(flow: http.HTTPFlow, state: FlowState, status: int) -> None:
 
 
 def log_dropped(flow: http.HTTPFlow, state: FlowState) -> None:
-    if state.ctx.dropped.fields:
+    """One WARNING per flow naming what the translation lost (field paths only; reasons are in the flow)."""
+    report = state.ctx.dropped
+    if report.entries and not state.plan.identity:
         logger.warning(
-            "flow %s: dropped (not carried to the other protocol): %s",
+            "flow %s: lossy translation, %d not carried as sent (%s)",
             flow.id,
-            logsafe(", ".join(state.ctx.dropped.fields), 2000),
+            report.count,
+            logsafe(report.summary(), 2000),
         )

@@ -96,6 +96,15 @@ def declare_behaviour(loader: Any) -> None:
         "Treat tolerated upstream oddities (unknown stream event types) as errors.",
     )
     loader.add_option(
+        "dragoman_lossy_header",
+        bool,
+        True,
+        "Tell the client how lossy a translated exchange was: a response header x-dragoman-lossy with the "
+        "number of entries in the flow's lossiness report (fields dropped, approximated or invented; for a "
+        "stream, those known when the headers left). The report itself is in the flow's metadata and in "
+        "recordings (docs/debugging.md). Never sent for a flow passed through untouched.",
+    )
+    loader.add_option(
         "dragoman_idle_timeout",
         int,
         300,

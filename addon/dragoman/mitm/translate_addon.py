@@ -61,6 +61,8 @@ logger = logging.getLogger(__name__)
 JSON_CT = inbound.JSON_CT
 #: the response header naming who answered a routed request
 ROUTE_HEADER = "x-dragoman-route"
+#: response header: the number of entries in a translated flow's lossiness report (``dragoman_lossy_header``)
+LOSSY_HEADER = "x-dragoman-lossy"
 
 
 def default_match(flow: http.HTTPFlow) -> bool:
@@ -227,6 +229,7 @@ class Translate(TranslateConfig):
         inbound.mask_headers(resp, self.keys)
         if state.upstream_name:
             resp.headers[ROUTE_HEADER] = f"{state.upstream_name}/{state.upstream_model}"
+        self._lossy_header(resp, state)
         if not 200 <= resp.status_code < 300:
             return
         if not resp.headers.get("content-type", "").lower().startswith("text/event-stream"):
@@ -248,6 +251,7 @@ class Translate(TranslateConfig):
             whole_usage(state, flow.response.get_content(strict=False) or b"")
         if state.translator is None and not state.plan.identity:
             inbound.translate_whole(flow, state)
+            self._lossy_header(flow.response, state)  # the whole answer has not left yet: the full count
         inbound.mask_whole(flow, self.keys)
         self._show_upstream(flow, state)
         flow.metadata[METADATA_KEY] = state.metadata()
@@ -305,6 +309,10 @@ class Translate(TranslateConfig):
             self.relay.forget(state.relay_token)
         logger.debug("flow %s: state released, %d flows in flight", flow.id, len(self.flows))
         return state
+
+    def _lossy_header(self, resp: http.Response, state: FlowState) -> None:
+        if self.lossy_header and not state.plan.identity:
+            resp.headers[LOSSY_HEADER] = str(state.ctx.dropped.count)
 
     def _show_upstream(self, flow: http.HTTPFlow, state: FlowState) -> None:
         """A relayed flow went to 127.0.0.1: show the request the answering upstream really got."""

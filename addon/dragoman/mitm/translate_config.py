@@ -64,6 +64,8 @@ class TranslateConfig:
         self._warned_deferred: set[str] = set()
         #: seconds without upstream bytes before a streamed flow is failed (0: never)
         self.idle_timeout = 300
+        #: send ``x-dragoman-lossy`` (``dragoman_lossy_header``)
+        self.lossy_header = True
         #: flows carrying credentials until their request is sent
         self.scrubber = Scrubber()
         self._keys = KeyMask()
@@ -87,6 +89,8 @@ class TranslateConfig:
                     "(0 disables the timeout)"
                 )
             self.idle_timeout = opts.dragoman_idle_timeout
+        if "dragoman_lossy_header" in updated:
+            self.lossy_header = bool(opts.dragoman_lossy_header)
         self._configure_limits(updated)
         # mitmproxy enforces `choices` only on its command line, not for --set or the options API
         for name, allowed in options.CHOICES.items():

@@ -13,6 +13,7 @@ import orjson
 
 from dragoman.errors import ClientRequestError
 from dragoman.errors import UnsupportedFeatureError
+from dragoman.ir.lossy import LossReport
 from dragoman.ir.request import Request
 from dragoman.protocols import Protocol
 from dragoman.protocols import get_codec
@@ -46,6 +47,9 @@ class TranslatedRequest:
     client_model: str
     upstream_model: str
     stream: bool
+    #: what the translation dropped, approximated or invented (the context's report, which the
+    #: response or stream of the same exchange goes on filling)
+    report: LossReport
 
 
 #: the deepest JSON nesting orjson serialises (its documented limit); a request nested deeper is refused
@@ -71,7 +75,7 @@ def decode_client_request(body: bytes, client: Protocol) -> ClientRequest:
 
 
 def encode_upstream_request(cr: ClientRequest, plan: Plan, ctx: Context, model: str) -> bytes:
-    """The upstream body for ``plan.upstream`` asking for ``model``; fills ``ctx`` (request, dropped).
+    """The upstream body for ``plan.upstream`` asking for ``model``; fills ``ctx`` (request, the lossiness report).
 
     Raises ``UnsupportedFeatureError`` for a request only a Chat upstream can serve (``n > 1``), and
     ``ClientRequestError`` for one nested deeper than the encoders go."""
@@ -88,20 +92,23 @@ def _encode(cr: ClientRequest, plan: Plan, ctx: Context, model: str) -> bytes:
         raise UnsupportedFeatureError("n > 1 (several choices) is not supported by the translated upstream")
     req.model = model
     ctx.request = req
-    for name in req.dropped.fields:
-        ctx.dropped.add(name)
-    if plan.identity:
+    if plan.identity:  # the client's bytes go on as they are: nothing is lost, the report stays empty
         if model == cr.client_model:
             return cr.raw
         obj = dict(cr.obj)
         obj["model"] = model
         return orjson.dumps(obj)
+    ctx.dropped.merge(req.dropped)
     if plan.client is Protocol.ANTHROPIC_MESSAGES and cr.stream:
         # an Anthropic stream opens with message_start and its input_tokens; a Chat or Responses upstream
         # reports usage only at the end, so the client gets the estimate count_tokens gives until then
         if cr.input_tokens_estimate is None:
             cr.input_tokens_estimate = estimate_input_tokens(cr.obj)
         ctx.input_tokens_estimate = cr.input_tokens_estimate
+        ctx.dropped.approximate(
+            "message_start.usage.input_tokens",
+            "estimated locally: the upstream reports usage only at the end (message_delta has its figures)",
+        )
     return orjson.dumps(get_codec(plan.upstream).encode_request(req, ctx))
 
 
@@ -112,4 +119,4 @@ def translate_request(
     cr = decode_client_request(body, plan.client)
     model = map_model(model_map or [], cr.client_model)
     out = encode_upstream_request(cr, plan, ctx, model)
-    return TranslatedRequest(out, cr.request, cr.client_model, model, cr.stream)
+    return TranslatedRequest(out, cr.request, cr.client_model, model, cr.stream, ctx.dropped)
