@@ -16,9 +16,9 @@ from dragoman.errors import UnsupportedFeatureError
 from dragoman.ir.lossy import LossReport
 from dragoman.ir.request import Request
 from dragoman.protocols import Protocol
-from dragoman.protocols import get_codec
 from dragoman.protocols._wire import parse_client_json
 from dragoman.protocols.base import Context
+from dragoman.protocols.registry import get_codec
 from dragoman.translate.plan import ModelRule
 from dragoman.translate.plan import Plan
 from dragoman.translate.plan import map_model
