@@ -14,16 +14,16 @@ from mitmproxy import io as mio
 from mitmproxy.test import taddons
 
 from dragoman import demo as fu
-from dragoman.mitm import store
 from dragoman.mitm.flowstate import METADATA_KEY
-from dragoman.mitm.recorder import Recorder
+from dragoman.mitm.recording import files as store
+from dragoman.mitm.recording.recorder import Recorder
 from dragoman.mitm.translate_addon import LOSSY_HEADER
 from dragoman.mitm.translate_addon import Translate
 
-from .test_recorder import client_flow
-from .test_recorder import finish as rec_finish
-from .test_recorder import run_request
-from .test_recorder import run_stream
+from .recording.test_recorder import client_flow
+from .recording.test_recorder import finish as rec_finish
+from .recording.test_recorder import run_request
+from .recording.test_recorder import run_stream
 from .test_translate_addon import BODIES
 from .test_translate_addon import make_flow
 

@@ -21,9 +21,9 @@ from dragoman.ir.lossy import INVENTED
 from dragoman.ir.lossy import LossReport
 from dragoman.ir.request import Request
 from dragoman.protocols import Protocol
-from dragoman.protocols import get_codec
 from dragoman.protocols import profiles
 from dragoman.protocols.base import Context
+from dragoman.protocols.registry import get_codec
 from dragoman.translate.plan import Plan
 from dragoman.translate.request import translate_request
 from dragoman.translate.response import translate_response
