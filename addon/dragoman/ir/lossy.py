@@ -61,6 +61,8 @@ KNOWN: dict[str, tuple[str, str]] = {
     "stop_details": (DROPPED, "the client's protocol has no stop details"),
     "redacted_thinking": (DROPPED, "the target protocol has no encrypted thinking"),
     "reasoning": (DROPPED, "reasoning the target cannot take back"),
+    "reasoning.summary": (DROPPED, "the target protocol has no reasoning summaries"),
+    "reasoning.effort": (DROPPED, "Anthropic cannot take an effort with this thinking setting"),
     "reasoning.encrypted_content": (DROPPED, "encrypted reasoning of another provider"),
     "reasoning_details": (DROPPED, "entries the target cannot take back"),
     "tools": (DROPPED, "a tool the target protocol cannot run"),
