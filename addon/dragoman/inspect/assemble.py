@@ -16,6 +16,7 @@ from dragoman.ir.events import BlockStart
 from dragoman.ir.events import MessageDelta
 from dragoman.ir.events import MessageStart
 from dragoman.ir.events import StreamError
+from dragoman.ir.events import StreamEvent
 from dragoman.ir.events import TextDelta
 from dragoman.ir.events import ThinkingDelta
 from dragoman.ir.events import ToolArgsDelta
@@ -25,8 +26,10 @@ from dragoman.ir.request import ThinkingPart
 from dragoman.ir.request import ToolCallPart
 from dragoman.protocols import Protocol
 from dragoman.protocols.base import Context
+from dragoman.protocols.base import StreamDecoder
 from dragoman.protocols.registry import get_codec
 from dragoman.sse.decoder import SSEDecoder
+from dragoman.sse.events import SSEEvent
 
 
 @dataclass(slots=True)
@@ -131,25 +134,41 @@ def _whole(body: bytes, protocol: Protocol, ctx: Context, out: Assembled) -> Non
 def _stream(body: bytes, protocol: Protocol, ctx: Context, out: Assembled) -> None:
     dec = get_codec(protocol).stream_decoder(ctx)
     sse = SSEDecoder()
-    calls: dict[int, Call] = {}
-    evs = [*sse.feed(body), *sse.close()]
-    irs = []
-    for ev in evs:
+    acc = Accumulator(out)
+    for ev in [*sse.feed(body), *sse.close()]:
         out.events += 1
-        irs += dec.feed(ev)
-    irs += dec.close()
-    for ir in irs:
+        for ir in dec.feed(ev):
+            acc.add(ir)
+    for ir in dec.close():
+        acc.add(ir)
+
+
+class Accumulator:
+    """IR stream events -> ``Assembled``, one event at a time (grows with the answer's text and arguments)."""
+
+    __slots__ = ("out", "_calls")
+
+    def __init__(self, out: Assembled) -> None:
+        self.out = out
+        self._calls: dict[int, Call] = {}
+
+    def add(self, ir: StreamEvent) -> None:
+        out = self.out
         if isinstance(ir, TextDelta):
             out.text += ir.text
         elif isinstance(ir, ThinkingDelta):
             out.thinking += ir.text
-        elif isinstance(ir, BlockStart) and ir.kind in (BlockKind.TOOL_CALL, BlockKind.CUSTOM_TOOL_CALL):
-            calls[ir.index] = call = Call(ir.tool_call_id or "", ir.name or "")
-            out.calls.append(call)
-        elif isinstance(ir, ToolArgsDelta) and ir.index in calls:
-            calls[ir.index].arguments += ir.fragment
-        elif isinstance(ir, MessageStart) and ir.usage is not None:
-            out.usage = ir.usage if out.usage is None else out.usage.merged(ir.usage)
+        elif isinstance(ir, ToolArgsDelta):
+            call = self._calls.get(ir.index)
+            if call is not None:
+                call.arguments += ir.fragment
+        elif isinstance(ir, BlockStart):
+            if ir.kind in (BlockKind.TOOL_CALL, BlockKind.CUSTOM_TOOL_CALL):
+                self._calls[ir.index] = call = Call(ir.tool_call_id or "", ir.name or "")
+                out.calls.append(call)
+        elif isinstance(ir, MessageStart):
+            if ir.usage is not None:
+                out.usage = ir.usage if out.usage is None else out.usage.merged(ir.usage)
         elif isinstance(ir, MessageDelta):
             if ir.stop_reason is not None:
                 out.stop = ir.stop_reason.value
@@ -157,6 +176,35 @@ def _stream(body: bytes, protocol: Protocol, ctx: Context, out: Assembled) -> No
                 out.usage = ir.usage if out.usage is None else out.usage.merged(ir.usage)
         elif isinstance(ir, StreamError):
             out.error = ir.error.message
+
+    def result(self) -> Assembled:
+        for c in self.out.calls:
+            if c.parsed is None and c.problem is None:
+                _parse_args(c)
+        return self.out
+
+
+class AnswerTap(StreamDecoder):
+    """Wraps a stream decoder and assembles what it decodes (the mitmweb view's answer of a streamed flow)."""
+
+    def __init__(self, inner: StreamDecoder, protocol: str) -> None:
+        self._inner = inner
+        self.acc = Accumulator(Assembled(protocol))
+
+    def feed(self, ev: SSEEvent) -> list[StreamEvent]:
+        events = self._inner.feed(ev)
+        self.acc.out.events += 1
+        for ir in events:
+            self.acc.add(ir)
+        self.done = self._inner.done
+        return events
+
+    def close(self) -> list[StreamEvent]:
+        events = self._inner.close()
+        for ir in events:
+            self.acc.add(ir)
+        self.done = self._inner.done
+        return events
 
 
 def _parse_args(c: Call) -> None:

@@ -197,7 +197,7 @@ def detail_text(d: dict[str, Any]) -> str:
     for title, side in (("upstream answered", d["upstream_answer"]), ("client got", d["client_answer"])):
         if side is not None:
             out.append(f"{title} ({side['protocol']}):")
-            out += _side_lines(side)
+            out += side_lines(side)
     out.append(f"lossiness report ({len(d['report'])}):")
     out += [f"  {e['path']}: {e['kind']}, {e['reason']}" for e in d["report"]] or ["  nothing lost"]
     if len(d["attempts"]) > 1 or d["attempts"] and d["route"]:
@@ -206,7 +206,7 @@ def detail_text(d: dict[str, Any]) -> str:
     return "\n".join(out) + "\n"
 
 
-def _side_lines(side: dict[str, Any]) -> list[str]:
+def side_lines(side: dict[str, Any]) -> list[str]:
     lines = []
     if side["problem"]:
         lines.append(f"  UNREADABLE: {side['problem']}")

@@ -54,6 +54,8 @@ class FlowState:
     usage_tap: Any = None
     #: the usage of a whole (non-streamed) answer
     whole_usage: Any = None
+    #: assembles a streamed answer for the mitmweb view (``inspect.assemble.AnswerTap``, ``dragoman_keep_answer``)
+    answer_tap: Any = None
 
     def metadata(self) -> dict[str, Any]:
         """JSON-able summary for ``flow.metadata[METADATA_KEY]``."""
@@ -66,6 +68,8 @@ class FlowState:
             "dropped": list(self.ctx.dropped.fields),
             "lossy": self.ctx.dropped.as_list(),
         }
+        if self.plan.upstream.value == "openai-chat" and not self.plan.identity:
+            meta["profile"] = self.ctx.profile.name
         if self.upstream_name:
             meta["route"] = self.route
             meta["upstream"] = self.upstream_name
@@ -73,6 +77,8 @@ class FlowState:
             meta["attempts"] = list(self.attempts)
         if self.client_name:
             meta["client_name"] = self.client_name
+        if self.answer_tap is not None:
+            meta["answer"] = self.answer_tap.acc.result().as_dict()
         return meta
 
 

@@ -11,6 +11,7 @@ from mitmproxy import http
 from mitmproxy.net.http import status_codes
 
 from dragoman.errors import TranslationError
+from dragoman.inspect.assemble import AnswerTap
 from dragoman.ir.common import ErrorInfo
 from dragoman.ir.common import ErrorKind
 from dragoman.logsafe import logsafe
@@ -34,7 +35,9 @@ JSON_CT = "application/json"
 SSE_CT = "text/event-stream; charset=utf-8"
 
 
-def install_stream(flow: http.HTTPFlow, state: FlowState, track_usage: bool = False, max_event: int = 0) -> bool:
+def install_stream(
+    flow: http.HTTPFlow, state: FlowState, track_usage: bool = False, max_event: int = 0, keep_answer: bool = False
+) -> bool:
     """For a 2xx SSE answer: set up the translator and rewrite the framing headers. False: not streamable
     (an encoding without an incremental decoder: translated whole in ``response``). ``max_event``: the
     longest upstream SSE line or event buffered (``dragoman_max_sse_event``)."""
@@ -55,6 +58,8 @@ def install_stream(flow: http.HTTPFlow, state: FlowState, track_usage: bool = Fa
     decoder = get_codec(plan.upstream).stream_decoder(state.ctx)
     if track_usage:
         decoder = state.usage_tap = UsageTap(decoder)
+    if keep_answer:  # ``dragoman_keep_answer``: the mitmweb view's answer of a streamed flow
+        decoder = state.answer_tap = AnswerTap(decoder, plan.upstream.value)
     state.translator = StreamTranslator(
         decoder, get_codec(plan.client).stream_encoder(state.ctx), max_event, state.ctx.dropped
     )

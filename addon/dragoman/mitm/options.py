@@ -105,6 +105,14 @@ def declare_behaviour(loader: Any) -> None:
         "recordings (docs/debugging.md). Never sent for a flow passed through untouched.",
     )
     loader.add_option(
+        "dragoman_keep_answer",
+        bool,
+        False,
+        "Assemble each translated streamed answer (text, thinking, tool calls, stop reason, usage) into the "
+        "flow's metadata, so the Dragoman content view of mitmweb can show it (mitmproxy does not keep a "
+        "streamed body). Costs memory in proportion to the answer's text while the flow is kept.",
+    )
+    loader.add_option(
         "dragoman_idle_timeout",
         int,
         300,
