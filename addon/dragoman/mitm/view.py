@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from typing import Literal
 
 from mitmproxy import contentviews
 from mitmproxy import http
@@ -129,7 +130,7 @@ if hasattr(contentviews, "Contentview"):  # mitmproxy 12
 
     class DragomanView:
         name = NAME
-        syntax_highlight = "none"
+        syntax_highlight: Literal["none"] = "none"
 
         def prettify(self, data: bytes, metadata: Any) -> str:
             return render(data, metadata.flow, metadata.http_message)
@@ -142,7 +143,7 @@ if hasattr(contentviews, "Contentview"):  # mitmproxy 12
 
 else:  # mitmproxy 11
 
-    class DragomanView(contentviews.View):  # type: ignore[no-redef]
+    class DragomanView(contentviews.View):  # type: ignore[no-redef,name-defined,misc]
         name = NAME
 
         def __call__(self, data: bytes, *, flow: Any = None, http_message: Any = None, **_: Any) -> Any:
