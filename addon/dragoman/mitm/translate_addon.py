@@ -254,6 +254,10 @@ class Translate(TranslateConfig):
             self._lossy_header(flow.response, state)  # the whole answer has not left yet: the full count
         inbound.mask_whole(flow, self.keys)
         self._show_upstream(flow, state)
+        if state.answer_tap is not None and flow.response.raw_content is None:
+            # mitmproxy keeps no streamed body (None: "content missing", no content view is asked); an empty
+            # body lets the Dragoman view show the answer assembled in the metadata
+            flow.response.raw_content = b""
         flow.metadata[METADATA_KEY] = state.metadata()
         inbound.log_done(flow, state, flow.response.status_code)
         self.usage.record(flow, state, flow.response.status_code, failed=state.relay_failure is not None)
