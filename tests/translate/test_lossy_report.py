@@ -83,7 +83,10 @@ FAITHFUL = {
 _A_LOSSY = {
     **FAITHFUL[A],
     "system": [{"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}],
-    "tools": [{**TOOL, "cache_control": {"type": "ephemeral"}}, {"type": "web_search_20250305", "name": "web_search"}],
+    "tools": [
+        {**TOOL, "cache_control": {"type": "ephemeral"}},
+        {"type": "code_execution_20250522", "name": "code_execution"},
+    ],
     "context_management": {"edits": []},
     "betas": ["x"],
     "top_k": 5,
@@ -227,14 +230,18 @@ def _sample(protocol: Protocol, name: str):
 
 #: (upstream, corpus sample, streamed) -> the report paths any client of another protocol gets
 ANSWERS = [
-    (A, "pydantic-ai__stream-web-search-citations", True, {"citations", "server_tool_use"}),
-    (A, "pydantic-ai__json-web-search-citations", False, {"citations", "server_tool_use"}),
+    (
+        A,
+        "pydantic-ai__stream-code-execution",
+        True,
+        {"server_tool_use", "bash_code_execution_tool_result", "container"},
+    ),
+    (A, "pydantic-ai__json-code-execution", False, {"server_tool_use", "bash_code_execution_tool_result"}),
+    (A, "pydantic-ai__stream-mcp-servers", True, {"mcp_tool_use", "mcp_tool_result"}),
     (C, "openai-python__stream-n3-choices", True, {"choices[1:]"}),
     (C, "openai-python__json-n3-choices", False, {"choices[1:]"}),
-    (C, "pydantic-ai__json-openrouter-url-citations", False, {"message.annotations"}),
     (R, "pydantic-ai__stream-logprobs", True, {"logprobs"}),
-    (R, "pydantic-ai__stream-web-search", True, {"output.web_search_call"}),
-    (R, "pydantic-ai__json-url-citations", False, {"annotations"}),
+    (R, "pydantic-ai__stream-mcp", True, {"output.mcp_list_tools", "output.mcp_call"}),
 ]
 ANSWER_CASES = [(up, name, st, want, cl) for up, name, st, want in ANSWERS for cl in (A, C, R) if cl is not up]
 

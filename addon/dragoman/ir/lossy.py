@@ -82,6 +82,7 @@ KNOWN: dict[str, tuple[str, str]] = {
     "document": (DROPPED, "the target cannot take this document"),
     "file": (DROPPED, "the target cannot take this file"),
     "tool_calls.extra_content.google.thought_signature": (DROPPED, "a Gemini signature the target cannot carry"),
+    "images older than": (DROPPED, "replaced by a text placeholder (dragoman_keep_images)"),
 }
 
 
@@ -107,6 +108,8 @@ def known(name: str) -> tuple[str, str]:
         return hit
     if name.endswith(("_tool_result", "_tool_use")):
         return DROPPED, "server tools run only on their own provider"
+    if name.startswith("images older than"):
+        return KNOWN["images older than"]
     for sep in ("(", "."):
         head = name.partition(sep)[0]
         if head != name and head in KNOWN:

@@ -31,6 +31,8 @@ class FlowState:
     translator: Any = None
     #: an incremental decompressor when the upstream compressed the SSE body anyway
     decompressor: Any = None
+    #: renames an Anthropic upstream's ``mcp__`` tool names back in the stream (``translate.mcp_names``)
+    renamer: Any = None
     #: bytes handed to the client by the stream callable (diagnostics)
     sent: int = 0
     #: the stream callable was called at least once with data
@@ -56,6 +58,8 @@ class FlowState:
     whole_usage: Any = None
     #: assembles a streamed answer for the mitmweb view (``inspect.assemble.AnswerTap``, ``dragoman_keep_answer``)
     answer_tap: Any = None
+    #: the upstream's id for its answer (``request-id`` / ``x-request-id``), for the log line and the metadata
+    request_id: str = ""
 
     def metadata(self) -> dict[str, Any]:
         """JSON-able summary for ``flow.metadata[METADATA_KEY]``."""
@@ -77,6 +81,8 @@ class FlowState:
             meta["attempts"] = list(self.attempts)
         if self.client_name:
             meta["client_name"] = self.client_name
+        if self.request_id:
+            meta["request_id"] = self.request_id
         if self.answer_tap is not None:
             meta["answer"] = self.answer_tap.acc.result().as_dict()
         return meta

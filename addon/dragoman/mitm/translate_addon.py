@@ -2,7 +2,7 @@
 
 request          -> route (the model picks a route: the routes file, or the single-upstream shorthand),
                     translate the body, set URL and key; an invalid client body is answered 400 in the
-                    client's shape. A streamed request from a plain-HTTP/1.1 client with one possible
+                    client's shape. A request (streamed or not) from a plain-HTTP/1.1 client with one possible
                     attempt is forwarded by mitmproxy itself; every other flow goes through the ``Relay``
                     (failover before the first byte, faults framed for TLS and HTTP/2 clients).
 responseheaders  -> for a 2xx ``text/event-stream`` answer, install the stream callable (``inbound``)
@@ -89,7 +89,7 @@ class Translate(TranslateConfig):
         if client is None:
             return
         try:
-            cr = decode_client_request(flow.request.get_content(strict=False) or b"", client)
+            cr = decode_client_request(flow.request.get_content(strict=False) or b"", client, self.keep_images)
         except TranslationError as e:
             self._reject(flow, client, e.to_error_info())
             return
@@ -113,12 +113,13 @@ class Translate(TranslateConfig):
             flow.request.content = b""
         single = len(candidates) == 1 and len(candidates[0].upstream.keys) <= 1
         held = self.gate.held.token(flow) is not None  # its connection goes to the relay already (``held``)
-        if override or not self.relay.port or (single and cr.stream and _plain_http1(flow) and not held):
+        if override or not self.relay.port or (single and _plain_http1(flow) and not held):
             # mitmproxy forwards the flow itself: a replayed flow (to the Replayer's own server), no running
-            # relay (unit tests with taddons), or a streamed request from a plain-HTTP/1.1 client with one
-            # possible attempt, where the addon can still finish the client's body after an upstream fault
-            # (``faults``) and answer a refused connection in JSON (``error``) — and the loopback hop's cost
-            # (measured: 9-16 µs of mitmdump CPU per streamed event) is saved
+            # relay (unit tests with taddons), or a request from a plain-HTTP/1.1 client with one possible
+            # attempt (nothing to fail over to), where the addon can still answer a refused or dropped upstream
+            # in JSON and finish the client's stream after an upstream fault (``faults``, from ``error``) —
+            # and the loopback hop's cost is saved (measured: 9-16 µs of mitmdump CPU per streamed event,
+            # about 1 ms per short request, issue 31)
             if not single:
                 self._reject(
                     flow, client, _internal("Dragoman's relay is not running (failover needs mitmproxy running)")
@@ -138,6 +139,7 @@ class Translate(TranslateConfig):
             chat_reasoning_field=ctx.options.dragoman_chat_reasoning,
             chat_max_tokens_field=ctx.options.dragoman_chat_max_tokens_field,
             profile=upstream_profile(up, flow.request.host, flow.request.port),
+            mcp_prefix=self.mcp_prefix,
         )
 
     def _encode(self, flow: http.HTTPFlow, cr: ClientRequest, plan: Plan, tctx: Context, model: str) -> bytes | None:
@@ -175,7 +177,7 @@ class Translate(TranslateConfig):
         self.scrubber.hold(flow)  # the credentials leave the flow once the request is sent
         headers = flow.request.headers
         headers["accept-encoding"] = "identity"
-        if body is not cr.raw:
+        if body is not cr.raw or cr.rewritten:
             headers.pop("content-encoding", None)
             headers.pop("transfer-encoding", None)
             flow.request.content = body
@@ -207,8 +209,7 @@ class Translate(TranslateConfig):
             state.relay_token = self.relay.register(job)
         self.flows.put(flow.id, state)
         req = flow.request
-        for name in outbound.CREDENTIAL_HEADERS:  # the relay job holds what each attempt sends
-            req.headers.pop(name, None)
+        outbound.pop_credential_headers(req.headers)  # the relay job holds what each attempt sends
         req.scheme, req.host, req.port = "http", "127.0.0.1", self.relay.port
         req.path = "/" + state.relay_token
         req.headers["accept-encoding"] = "identity"
@@ -227,6 +228,7 @@ class Translate(TranslateConfig):
             return
         resp = flow.response
         inbound.mask_headers(resp, self.keys)
+        inbound.carry_request_id(resp, state)
         if state.upstream_name:
             resp.headers[ROUTE_HEADER] = f"{state.upstream_name}/{state.upstream_model}"
         self._lossy_header(resp, state)
@@ -247,8 +249,11 @@ class Translate(TranslateConfig):
             return
         if flow.is_replay:
             return
+        inbound.carry_request_id(flow.response, state)
         if state.translator is None and self.usage.on and 200 <= flow.response.status_code < 300:
             whole_usage(state, flow.response.get_content(strict=False) or b"")
+        if state.translator is None:
+            inbound.rename_back_whole(flow, state)
         if state.translator is None and not state.plan.identity:
             inbound.translate_whole(flow, state)
             self._lossy_header(flow.response, state)  # the whole answer has not left yet: the full count

@@ -77,6 +77,10 @@ class TranslateConfig:
         self.max_body = human.parse_size(options.MAX_BODY_DEFAULT) or 0
         self.max_inflate_ratio = options.MAX_INFLATE_RATIO_DEFAULT
         self.max_sse_event = human.parse_size(options.MAX_SSE_EVENT_DEFAULT) or 0
+        #: keep only this many most recent images per request (``dragoman_keep_images``; 0: all)
+        self.keep_images = 0
+        #: rename single-underscore ``mcp_`` tools for an Anthropic upstream (``dragoman_mcp_prefix``)
+        self.mcp_prefix = False
 
     # -- options
 
@@ -98,6 +102,13 @@ class TranslateConfig:
         if "dragoman_keep_answer" in updated:
             self.keep_answer = bool(opts.dragoman_keep_answer)
         self._configure_limits(updated)
+        for name in ("dragoman_models_ttl", "dragoman_keep_images"):
+            if name in updated and getattr(opts, name) < 0:
+                raise exceptions.OptionsError(f"Invalid {name} {getattr(opts, name)}: give an integer >= 0 (0: off)")
+        if "dragoman_keep_images" in updated:
+            self.keep_images = opts.dragoman_keep_images
+        if "dragoman_mcp_prefix" in updated:
+            self.mcp_prefix = bool(opts.dragoman_mcp_prefix)
         # mitmproxy enforces `choices` only on its command line, not for --set or the options API
         for name, allowed in options.CHOICES.items():
             if name in updated and getattr(opts, name) not in allowed:

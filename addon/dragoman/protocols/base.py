@@ -51,6 +51,11 @@ class Context:
     #: the local estimate of the request's input tokens (``translate.tokens``), set by the translate layer
     #: for an Anthropic client's stream: its ``message_start`` shows it when the upstream reports usage at the end
     input_tokens_estimate: int | None = None
+    #: how the upstream serves the hosted web search the request offers (``dragoman.ir.search.SEARCH_*``),
+    #: set by the upstream's request encoder; None: no search offered
+    search: str | None = None
+    #: an Anthropic upstream gets single-underscore ``mcp_`` tool names as ``mcp__`` (``translate.mcp_names``)
+    mcp_prefix: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property

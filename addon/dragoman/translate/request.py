@@ -7,6 +7,7 @@ another protocol and ask for another model): ``decode_client_request`` and ``enc
 from __future__ import annotations
 
 from dataclasses import dataclass
+from dataclasses import field
 from typing import Any
 
 import orjson
@@ -19,6 +20,9 @@ from dragoman.protocols import Protocol
 from dragoman.protocols._wire import parse_client_json
 from dragoman.protocols.base import Context
 from dragoman.protocols.registry import get_codec
+from dragoman.translate.images import dropped_name
+from dragoman.translate.images import keep_recent_images
+from dragoman.translate.mcp_names import rename_request
 from dragoman.translate.plan import ModelRule
 from dragoman.translate.plan import Plan
 from dragoman.translate.plan import map_model
@@ -38,6 +42,11 @@ class ClientRequest:
     #: an Anthropic stream's estimated input tokens (``translate.tokens``), computed at the first
     #: translated attempt
     input_tokens_estimate: int | None = None
+    #: ``raw`` is not the client's body as it came (older images replaced, ``translate.images``)
+    rewritten: bool = False
+    #: what Dragoman itself changed in the client's JSON (``keep_images``): reported for a same-protocol
+    #: upstream too, where nothing else is lost
+    own_losses: LossReport = field(default_factory=LossReport)
 
 
 @dataclass(slots=True)
@@ -64,14 +73,24 @@ def too_deep(e: BaseException) -> ClientRequestError:
     )
 
 
-def decode_client_request(body: bytes, client: Protocol) -> ClientRequest:
-    """Raises ``ClientRequestError`` (400 in the client's shape) for an invalid client request."""
+def decode_client_request(body: bytes, client: Protocol, keep_images: int = 0) -> ClientRequest:
+    """Raises ``ClientRequestError`` (400 in the client's shape) for an invalid client request.
+
+    ``keep_images`` > 0: only that many most recent images stay (``translate.images``); the others are
+    replaced in the client's JSON first, so a same-protocol upstream gets the trimmed body too."""
     obj = parse_client_json(body)
+    replaced = keep_recent_images(obj, client, keep_images)
+    if replaced:
+        body = orjson.dumps(obj)
     try:
         req = get_codec(client).decode_request(obj)
     except RecursionError as e:
         raise too_deep(e) from None
-    return ClientRequest(body, obj, req, req.model, req.stream)
+    cr = ClientRequest(body, obj, req, req.model, req.stream, rewritten=bool(replaced))
+    if replaced:
+        req.dropped.add(dropped_name(replaced, keep_images))
+        cr.own_losses.add(dropped_name(replaced, keep_images))
+    return cr
 
 
 def encode_upstream_request(cr: ClientRequest, plan: Plan, ctx: Context, model: str) -> bytes:
@@ -92,7 +111,20 @@ def _encode(cr: ClientRequest, plan: Plan, ctx: Context, model: str) -> bytes:
         raise UnsupportedFeatureError("n > 1 (several choices) is not supported by the translated upstream")
     req.model = model
     ctx.request = req
-    if plan.identity:  # the client's bytes go on as they are: nothing is lost, the report stays empty
+    ctx.search = None  # set by the upstream's encoder (an earlier attempt's upstream may have been another)
+    body = _encode_body(cr, plan, ctx, model)
+    if ctx.mcp_prefix and plan.upstream is Protocol.ANTHROPIC_MESSAGES:
+        # the names go up as mcp__...; the answer's way back renames them (``ctx.extra["mcp_names"]``)
+        body, back = rename_request(body)
+        if back:
+            ctx.extra["mcp_names"] = back
+    return body
+
+
+def _encode_body(cr: ClientRequest, plan: Plan, ctx: Context, model: str) -> bytes:
+    req = cr.request
+    if plan.identity:  # the client's bytes go on as they are (or as keep_images left them): only that is lost
+        ctx.dropped.merge(cr.own_losses)
         if model == cr.client_model:
             return cr.raw
         obj = dict(cr.obj)

@@ -91,8 +91,10 @@ def test_codex_reasoning_and_function_call_grouping():
     assert isinstance(req.messages[-1].parts[0], ToolResultPart)
     # namespace tools are flattened
     assert {"close_agent", "spawn_agent"} <= {t.name for t in req.tools}
-    builtin = [t for t in req.tools if t.kind == "builtin"]
-    assert [t.name for t in builtin] == ["web_search"]
+    # the hosted web search is the request's search spec (dragoman.ir.search), kept as Codex sent it
+    assert not [t for t in req.tools if t.kind == "builtin"]
+    assert req.web_search is not None and req.web_search.origin == "responses"
+    assert req.web_search.raw is not None and req.web_search.raw["type"] == "web_search"
     # re-encode: the reasoning item keeps its native encrypted content and id, then the call
     out = CODEC.encode_request(req, Context(request=req))
     types = [it["type"] for it in out["input"]]

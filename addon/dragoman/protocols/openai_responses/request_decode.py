@@ -27,6 +27,7 @@ from dragoman.ir.request import ToolChoice
 from dragoman.ir.request import ToolResultPart
 from dragoman.protocols._data_url import split_data_url
 from dragoman.protocols._wire import describe_validation_error
+from dragoman.protocols.openai_responses import search
 from dragoman.protocols.openai_responses.models import REQUEST_ADAPTER
 from dragoman.protocols.openai_responses.models import ResponsesRequest
 
@@ -86,6 +87,10 @@ def decode_request(body: dict[str, Any]) -> Request:
             dropped.add(key)
     _decode_instructions(w.instructions, req)
     namespaces = _decode_tools(_all_tools(w), req)
+    web = next((t for t in req.tools if t.kind == "builtin" and search.is_search_tool(t.raw)), None)
+    if web is not None:
+        req.tools.remove(web)
+        req.web_search = search.spec_from_tool(web.raw or {})
     if isinstance(w.input, str):
         req.messages.append(Message("user", [TextPart(w.input)]))
     else:
@@ -261,9 +266,8 @@ def content_parts(content: Any, dropped: Dropped) -> list[Part]:
             raise ClientRequestError("input: every content part must be an object")
         ptype = p.get("type")
         if ptype in _TEXT_PART_TYPES:
-            out.append(TextPart(p.get("text") or ""))
-            if p.get("annotations"):
-                dropped.add("annotations")
+            cites = search.citations_from(p.get("annotations"), dropped) if p.get("annotations") else None
+            out.append(TextPart(p.get("text") or "", cites))
         elif ptype == "input_image":
             out.append(_image_part(p))
         elif ptype == "input_file":
@@ -328,6 +332,8 @@ def _decode_input(items: list[dict[str, Any]], req: Request, namespaces: Namespa
             d.tool_output(item, itype)
         elif itype == "reasoning":
             d.add("assistant", [reasoning_part(item)])
+        elif itype == search.CALL:
+            d.add("assistant", [search.part_from_item(item)])
         elif itype == "additional_tools":
             continue  # its tools were read with the top-level tools
         else:
