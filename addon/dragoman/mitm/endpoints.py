@@ -11,8 +11,9 @@ GET  /v1/models[/ID]            the upstream's list, converted to the client's s
                                 ``/v1/models/ID`` is answered locally: every name is accepted (it is mapped)
 POST /v1/messages/count_tokens  forwarded when the target is Anthropic; otherwise a local estimate
                                 (``dragoman.translate.tokens``), marked ``x-dragoman-estimate: true``
-GET  .../responses + Upgrade: websocket
-                                426 Upgrade Required: Codex falls back to HTTP streaming at once
+GET  .../<model endpoint> + Upgrade: websocket
+                                426 Upgrade Required (the Responses WebSocket is taken first by
+                                ``responses.socket`` once its loopback peer is up)
 
 It also makes mitmproxy connect lazily (``connection_strategy=lazy``) while Dragoman is on, unless the user
 set ``connection_strategy`` explicitly: with the default (eager), regular mode dials the CONNECT host

@@ -58,6 +58,8 @@ class FlowState:
     whole_usage: Any = None
     #: assembles a streamed answer for the mitmweb view (``inspect.assemble.AnswerTap``, ``dragoman_keep_answer``)
     answer_tap: Any = None
+    #: stores the finished Responses answer (``responses.state.Ticket``), when it is to be stored
+    ticket: Any = None
     #: the upstream's id for its answer (``request-id`` / ``x-request-id``), for the log line and the metadata
     request_id: str = ""
 

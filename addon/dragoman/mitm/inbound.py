@@ -123,6 +123,7 @@ def stream_callable(
     translator = state.translator
     beside = state.usage_tap if isinstance(state.usage_tap, PassThroughUsage) else None
     masker = keys.stream() if keys else None
+    ticket = state.ticket
     renamer = state.renamer
 
     def on_chunk(data: bytes) -> bytes | list[bytes]:
@@ -145,6 +146,8 @@ def stream_callable(
                     beside.feed(data)
             else:
                 out = _finish(state)
+            if ticket is not None:  # stored before the end of the answer reaches the client
+                ticket.offer_stream(state, data)
         except Exception as e:  # noqa: BLE001 - an exception here kills the client connection
             logger.exception("flow %s: stream callable failed", flow_id)
             out = _fail(translator, f"Dragoman stream failure: {type(e).__name__}", ErrorKind.API_ERROR, 500)

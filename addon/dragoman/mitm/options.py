@@ -170,6 +170,24 @@ def declare_sharing(loader: Any) -> None:
         "it with `python -m dragoman usage`): a file path, sqlite://PATH or redis://HOST:PORT/DB (shared by "
         "several Dragoman processes). Empty: $DRAGOMAN_LEDGER, else ~/.dragoman/usage.sqlite3. off: no ledger.",
     )
+    loader.add_option(
+        "dragoman_responses_store",
+        str,
+        "",
+        "Where Responses answers are kept so previous_response_id and GET/DELETE /v1/responses/{id} work toward "
+        "any upstream (docs/responses-state.md): a file path, sqlite://PATH or redis://HOST:PORT/DB (shared by "
+        "several Dragoman instances). Empty: $DRAGOMAN_RESPONSES_STORE, else ~/.dragoman/responses.sqlite3. "
+        "off: none (previous_response_id then works toward a Responses upstream only).",
+    )
+    loader.add_option(
+        "dragoman_responses_ttl", str, "30d", "How long a stored response is kept (30d, 12h, or seconds)."
+    )
+    loader.add_option(
+        "dragoman_responses_max_size",
+        str,
+        "1g",
+        "The response store's size cap (bytes; k, m, g suffixes); past it the oldest responses go first.",
+    )
 
 
 #: defaults of the size caps (``declare_limits``); the README's Security section explains the choice

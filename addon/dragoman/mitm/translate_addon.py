@@ -106,6 +106,12 @@ class Translate(TranslateConfig):
                 self._reject(flow, client, self._no_route(cr.client_model))
                 return
             route, candidates = found.match, self.routing.router.candidates(found, cr.client_model)
+            if client is Protocol.OPENAI_RESPONSES:  # previous_response_id, and what storing the answer needs
+                prepared = self.responses.prepare(flow, cr, candidates, self.routed)
+                if isinstance(prepared, ErrorInfo):
+                    self._reject(flow, client, prepared)
+                    return
+                cr = prepared
         if all(c.upstream.protocol is not client for c in candidates):
             # every attempt is translated: the client's bytes are not needed any more, so a large body is
             # held as its parsed text plus the translated body, not three times (issue 23, 3(e))
@@ -157,6 +163,7 @@ class Translate(TranslateConfig):
     ) -> FlowState:
         state = FlowState(plan, tctx, cr.client_model, cand.model, cr.stream)
         state.client_name = str(flow.metadata.get(CLIENT_METADATA_KEY, ""))
+        state.ticket = cr.state_ticket
         if self.routed:
             state.route, state.upstream_name = route, cand.upstream.name
         return state
@@ -257,6 +264,8 @@ class Translate(TranslateConfig):
         if state.translator is None and not state.plan.identity:
             inbound.translate_whole(flow, state)
             self._lossy_header(flow.response, state)  # the whole answer has not left yet: the full count
+        if state.ticket is not None and state.translator is None and 200 <= flow.response.status_code < 300:
+            state.ticket.offer_whole(state, flow.response.get_content(strict=False) or b"")
         inbound.mask_whole(flow, self.keys)
         self._show_upstream(flow, state)
         if state.answer_tap is not None and flow.response.raw_content is None:

@@ -25,6 +25,9 @@ from dragoman.mitm.guards.limits import parse_size
 from dragoman.mitm.guards.scrub import Scrubber
 from dragoman.mitm.keymask import KeyMask
 from dragoman.mitm.relay.relay import Relay
+from dragoman.mitm.responses.state import RESPONSES_OPTIONS
+from dragoman.mitm.responses.state import ResponsesState
+from dragoman.mitm.responses.state import configure_responses
 from dragoman.mitm.route_state import Routing
 from dragoman.mitm.usage import UsageBook
 from dragoman.protocols import Protocol
@@ -58,6 +61,7 @@ class TranslateConfig:
         self.match: Any = None  # a compiled flowfilter, or None for the default
         self.routing = Routing()
         self.usage = UsageBook()
+        self.responses = ResponsesState()
         self.relay = Relay()
         #: the request-body caps, listed first among the addons (``limits``)
         self.gate = BodyGate(self)
@@ -131,6 +135,8 @@ class TranslateConfig:
                 self.usage.open(opts.dragoman_ledger)
             except LedgerError as e:
                 raise exceptions.OptionsError(f"Cannot use dragoman_ledger: {e}") from e
+        if updated & RESPONSES_OPTIONS:
+            configure_responses(self.responses)
 
     def _configure_limits(self, updated: set[str]) -> None:
         opts = ctx.options
@@ -218,6 +224,7 @@ class TranslateConfig:
         self.routing.stop_watching()
         self.relay.stop()
         self.usage.close()
+        self.responses.close()
 
     def warn_deferred(self) -> None:
         """Unknown ``--set dragoman_*`` names are deferred silently by mitmproxy: they are typos."""

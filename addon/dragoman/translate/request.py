@@ -19,6 +19,7 @@ from dragoman.ir.request import Request
 from dragoman.protocols import Protocol
 from dragoman.protocols._wire import parse_client_json
 from dragoman.protocols.base import Context
+from dragoman.protocols.openai_responses.request_decode import EXTRA_PREVIOUS
 from dragoman.protocols.registry import get_codec
 from dragoman.translate.images import dropped_name
 from dragoman.translate.images import keep_recent_images
@@ -42,6 +43,8 @@ class ClientRequest:
     #: an Anthropic stream's estimated input tokens (``translate.tokens``), computed at the first
     #: translated attempt
     input_tokens_estimate: int | None = None
+    #: what storing the answer needs (``dragoman.mitm.responses.state.Ticket``), for a stored Responses request
+    state_ticket: Any = None
     #: ``raw`` is not the client's body as it came (older images replaced, ``translate.images``)
     rewritten: bool = False
     #: what Dragoman itself changed in the client's JSON (``keep_images``): reported for a same-protocol
@@ -110,6 +113,11 @@ def _encode(cr: ClientRequest, plan: Plan, ctx: Context, model: str) -> bytes:
     if req.n is not None and req.n > 1 and plan.upstream is not Protocol.OPENAI_CHAT:
         raise UnsupportedFeatureError("n > 1 (several choices) is not supported by the translated upstream")
     req.model = model
+    if not plan.identity and req.extra.get(EXTRA_PREVIOUS):
+        raise ClientRequestError(
+            f"previous_response_id toward a {plan.upstream.value} upstream needs Dragoman's response store "
+            "(dragoman_responses_store is off): send the whole conversation in `input` instead"
+        )
     ctx.request = req
     ctx.search = None  # set by the upstream's encoder (an earlier attempt's upstream may have been another)
     body = _encode_body(cr, plan, ctx, model)

@@ -73,6 +73,10 @@ class StreamTranslator:
         self.error_info: ErrorInfo | None = None
         self.report = report if report is not None else LossReport()
 
+    @property
+    def encoder(self) -> StreamEncoder:
+        return self._enc
+
     def feed(self, data: bytes) -> bytes:
         phase = self.phase
         if phase is Phase.CLOSED:

@@ -18,6 +18,7 @@ from dragoman.ir.request import ToolResultPart
 from dragoman.protocols.base import Context
 from dragoman.protocols.openai_responses import CODEC
 from dragoman.protocols.openai_responses.request_decode import EXTRA_NAMESPACES
+from dragoman.protocols.openai_responses.request_decode import EXTRA_PREVIOUS
 
 from .helpers import DATA
 
@@ -121,9 +122,9 @@ def test_namespace_collision_gets_prefixed_and_resolves_calls():
     assert req.extra[EXTRA_NAMESPACES] == {"agents__spawn": ("agents", "spawn")}
 
 
-def test_previous_response_id_rejected():
-    with pytest.raises(ClientRequestError, match="previous_response_id is not supported yet"):
-        CODEC.decode_request({"model": "m", "input": "hi", "previous_response_id": "resp_1"})
+def test_previous_response_id_is_kept_for_the_store_or_a_responses_upstream():
+    req = CODEC.decode_request({"model": "m", "input": "hi", "previous_response_id": "resp_1"})
+    assert req.extra[EXTRA_PREVIOUS] == "resp_1"
 
 
 def test_invalid_request_is_client_error():

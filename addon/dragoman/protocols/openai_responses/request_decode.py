@@ -36,6 +36,8 @@ DEFAULT_NAMESPACE = "functions"
 #: ``req.extra`` keys this codec sets (read back by the Responses encoder toward the client)
 EXTRA_ECHO = "responses_echo"
 EXTRA_NAMESPACES = "responses_tool_namespaces"
+#: the ``previous_response_id`` a request still carries (not expanded from the response store)
+EXTRA_PREVIOUS = "responses_previous_response_id"
 
 _HANDLED_KEYS = frozenset(
     {
@@ -75,12 +77,11 @@ def decode_request(body: dict[str, Any]) -> Request:
         w = REQUEST_ADAPTER.validate_python(body)
     except ValidationError as e:
         raise ClientRequestError(f"invalid Responses request: {describe_validation_error(e)}") from e
-    if w.previous_response_id:
-        raise ClientRequestError(
-            "previous_response_id is not supported yet: Dragoman translates each request on its own, "
-            "send the whole conversation in `input` (with store: false)"
-        )
     req = Request(model=w.model)
+    if w.previous_response_id:
+        # toward a Responses upstream it passes as sent; any other upstream needs the response store
+        # (``dragoman.state``), which expands it into the whole history before this decoder runs
+        req.extra[EXTRA_PREVIOUS] = w.previous_response_id
     dropped = req.dropped
     for key in body:
         if key not in _HANDLED_KEYS:

@@ -77,6 +77,8 @@ class ResponsesStreamEncoder(SearchItems, StreamEncoder):
         self._usage: Usage = Usage()
         self._custom = ctx.custom_tools()
         self._nsmap = namespaces(ctx)
+        #: the final response object of a completed or incomplete stream (what the response store keeps)
+        self.snapshot: dict[str, Any] | None = None
         #: search in play: consecutive text blocks join one message (an Anthropic upstream sends each cited
         #: span as a block of its own); the message item whose block stopped, kept open for the next one
         self._join = ctx.search is not None
@@ -309,6 +311,8 @@ class ResponsesStreamEncoder(SearchItems, StreamEncoder):
             etype = "response.failed"
         else:
             etype = "response.completed"
+        if status != "failed":
+            self.snapshot = obj
         self.phase = Phase.DONE
         return out + self._ev(etype, {"response": obj})
 
