@@ -39,7 +39,7 @@ WHOLE_REFUSAL = "I'm very sorry, but I can't assist with that."
 #: the three choices of each live n=3 recording, in index order
 STREAM_CHOICES = [f'{{"city":"San Francisco","temperature":{t},"units":"f"}}' for t in (65, 61, 59)]
 WHOLE_CHOICES = [f'{{"city":"San Francisco","temperature":{t},"units":"f"}}' for t in ("64", "65", "63.0")]
-DROPPED = re.compile(r"flow (\S+): dropped \(not carried to the other protocol\): (.*)")
+DROPPED = re.compile(r"flow (\S+): lossy translation, \d+ not carried as sent \((.*)\)")
 
 
 def script(seen):

@@ -23,5 +23,7 @@ def test_states_and_metadata_are_json():
         "upstream_model": "gpt-4o",
         "stream": True,
         "dropped": ["top_k"],
+        "lossy": [{"path": "top_k", "kind": "dropped", "reason": "the target protocol has no top_k sampling"}],
+        "profile": "generic",
     }
     assert states.pop("f1") is st and states.pop("f1") is None and len(states) == 0

@@ -8,6 +8,8 @@ record         exec mitmdump as ``run`` does, recording every exchange under DIR
 fake-upstream  the scriptable fake LLM upstream alone (see ``dragoman.demo``)
 env            the environment lines for a client (proxy, CA path), or the transparent / WireGuard recipe
                (``--transparent``, ``--wireguard``) - see ``dragoman.cli.env_recipes``
+inspect        recorded exchanges as a table, or one with its conversation and lossiness report - see
+               ``dragoman.cli.inspect_cmd``
 usage          the usage ledger as a table or JSON - see ``dragoman.ledger.report``
 """
 
@@ -19,6 +21,7 @@ import subprocess
 import sys
 
 from dragoman.cli import env_cmd
+from dragoman.cli import inspect_cmd
 from dragoman.cli import record_cmd
 from dragoman.cli.children import port_taken
 from dragoman.cli.children import stop_child
@@ -121,6 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument("--delay", type=float, default=0.05, help="seconds between streamed events")
     demo.set_defaults(func=_cmd_demo)
     env_cmd.add_parser(sub)
+    inspect_cmd.add_parser(sub)
     from dragoman.ledger import report as usage_report
 
     usage_report.add_parser(sub)

@@ -1,8 +1,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from dataclasses import field
 from enum import StrEnum
+
+from dragoman.ir.lossy import LossReport
 
 
 class StopReason(StrEnum):
@@ -116,12 +117,5 @@ class ErrorInfo:
         return self.status if self.status is not None else _STATUS_BY_KIND[self.kind]
 
 
-@dataclass(slots=True)
-class Dropped:
-    """Names (never values) of what a translation could not carry. Logged once per flow."""
-
-    fields: list[str] = field(default_factory=list)
-
-    def add(self, name: str) -> None:
-        if name not in self.fields:
-            self.fields.append(name)
+#: the first name of the lossiness report (``lossy.LossReport``); ``Dropped().add(name)`` keeps working
+Dropped = LossReport

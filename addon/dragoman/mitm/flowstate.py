@@ -56,6 +56,8 @@ class FlowState:
     usage_tap: Any = None
     #: the usage of a whole (non-streamed) answer
     whole_usage: Any = None
+    #: assembles a streamed answer for the mitmweb view (``inspect.assemble.AnswerTap``, ``dragoman_keep_answer``)
+    answer_tap: Any = None
     #: stores the finished Responses answer (``responses.state.Ticket``), when it is to be stored
     ticket: Any = None
     #: the upstream's id for its answer (``request-id`` / ``x-request-id``), for the log line and the metadata
@@ -70,7 +72,10 @@ class FlowState:
             "upstream_model": self.upstream_model,
             "stream": self.stream,
             "dropped": list(self.ctx.dropped.fields),
+            "lossy": self.ctx.dropped.as_list(),
         }
+        if self.plan.upstream.value == "openai-chat" and not self.plan.identity:
+            meta["profile"] = self.ctx.profile.name
         if self.upstream_name:
             meta["route"] = self.route
             meta["upstream"] = self.upstream_name
@@ -80,6 +85,8 @@ class FlowState:
             meta["client_name"] = self.client_name
         if self.request_id:
             meta["request_id"] = self.request_id
+        if self.answer_tap is not None:
+            meta["answer"] = self.answer_tap.acc.result().as_dict()
         return meta
 
 

@@ -11,6 +11,7 @@ from mitmproxy import http
 from mitmproxy.net.http import status_codes
 
 from dragoman.errors import TranslationError
+from dragoman.inspect.assemble import AnswerTap
 from dragoman.ir.common import ErrorInfo
 from dragoman.ir.common import ErrorKind
 from dragoman.logsafe import logsafe
@@ -79,7 +80,9 @@ def carry_request_id(resp: http.Response, state: FlowState) -> None:
         resp.headers[name] = rid
 
 
-def install_stream(flow: http.HTTPFlow, state: FlowState, track_usage: bool = False, max_event: int = 0) -> bool:
+def install_stream(
+    flow: http.HTTPFlow, state: FlowState, track_usage: bool = False, max_event: int = 0, keep_answer: bool = False
+) -> bool:
     """For a 2xx SSE answer: set up the translator and rewrite the framing headers. False: not streamable
     (an encoding without an incremental decoder: translated whole in ``response``). ``max_event``: the
     longest upstream SSE line or event buffered (``dragoman_max_sse_event``)."""
@@ -104,7 +107,11 @@ def install_stream(flow: http.HTTPFlow, state: FlowState, track_usage: bool = Fa
     decoder = get_codec(plan.upstream).stream_decoder(state.ctx)
     if track_usage:
         decoder = state.usage_tap = UsageTap(decoder)
-    state.translator = StreamTranslator(decoder, get_codec(plan.client).stream_encoder(state.ctx), max_event)
+    if keep_answer:  # ``dragoman_keep_answer``: the mitmweb view's answer of a streamed flow
+        decoder = state.answer_tap = AnswerTap(decoder, plan.upstream.value)
+    state.translator = StreamTranslator(
+        decoder, get_codec(plan.client).stream_encoder(state.ctx), max_event, state.ctx.dropped
+    )
     stream_headers(resp)
     resp.headers["content-type"] = client_stream_type(state)
     if resp.http_version.startswith("HTTP/1"):
@@ -354,9 +361,12 @@ def log_done(flow: http.HTTPFlow, state: FlowState, status: int) -> None:
 
 
 def log_dropped(flow: http.HTTPFlow, state: FlowState) -> None:
-    if state.ctx.dropped.fields:
+    """One WARNING per flow naming what the translation lost (field paths only; reasons are in the flow)."""
+    report = state.ctx.dropped
+    if report.entries:
         logger.warning(
-            "flow %s: dropped (not carried to the other protocol): %s",
+            "flow %s: lossy translation, %d not carried as sent (%s)",
             flow.id,
-            logsafe(", ".join(state.ctx.dropped.fields), 2000),
+            report.count,
+            logsafe(report.summary(), 2000),
         )

@@ -96,6 +96,23 @@ def declare_behaviour(loader: Any) -> None:
         "Treat tolerated upstream oddities (unknown stream event types) as errors.",
     )
     loader.add_option(
+        "dragoman_lossy_header",
+        bool,
+        True,
+        "Tell the client how lossy a translated exchange was: a response header x-dragoman-lossy with the "
+        "number of entries in the flow's lossiness report (fields dropped, approximated or invented; for a "
+        "stream, those known when the headers left). The report itself is in the flow's metadata and in "
+        "recordings (docs/debugging.md). Never sent for a flow passed through untouched.",
+    )
+    loader.add_option(
+        "dragoman_keep_answer",
+        bool,
+        False,
+        "Assemble each translated streamed answer (text, thinking, tool calls, stop reason, usage) into the "
+        "flow's metadata, so the Dragoman content view of mitmweb can show it (mitmproxy does not keep a "
+        "streamed body). Costs memory in proportion to the answer's text while the flow is kept.",
+    )
+    loader.add_option(
         "dragoman_idle_timeout",
         int,
         300,

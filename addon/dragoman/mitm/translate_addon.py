@@ -61,6 +61,8 @@ logger = logging.getLogger(__name__)
 JSON_CT = inbound.JSON_CT
 #: the response header naming who answered a routed request
 ROUTE_HEADER = "x-dragoman-route"
+#: response header: the number of entries in a translated flow's lossiness report (``dragoman_lossy_header``)
+LOSSY_HEADER = "x-dragoman-lossy"
 
 
 def default_match(flow: http.HTTPFlow) -> bool:
@@ -238,11 +240,12 @@ class Translate(TranslateConfig):
         inbound.carry_request_id(resp, state)
         if state.upstream_name:
             resp.headers[ROUTE_HEADER] = f"{state.upstream_name}/{state.upstream_model}"
+        self._lossy_header(resp, state)
         if not 200 <= resp.status_code < 300:
             return
         if not resp.headers.get("content-type", "").lower().startswith("text/event-stream"):
             return
-        if not inbound.install_stream(flow, state, self.usage.on, self.max_sse_event):
+        if not inbound.install_stream(flow, state, self.usage.on, self.max_sse_event, self.keep_answer):
             return
         if self.idle_timeout > 0 and state.relay_token is None:  # the relay watches relayed flows itself
             state.watchdog = IdleWatchdog(flow, self.idle_timeout).start()
@@ -262,10 +265,15 @@ class Translate(TranslateConfig):
             inbound.rename_back_whole(flow, state)
         if state.translator is None and not state.plan.identity:
             inbound.translate_whole(flow, state)
+            self._lossy_header(flow.response, state)  # the whole answer has not left yet: the full count
         if state.ticket is not None and state.translator is None and 200 <= flow.response.status_code < 300:
             state.ticket.offer_whole(state, flow.response.get_content(strict=False) or b"")
         inbound.mask_whole(flow, self.keys)
         self._show_upstream(flow, state)
+        if state.answer_tap is not None and flow.response.raw_content is None:
+            # mitmproxy keeps no streamed body (None: "content missing", no content view is asked); an empty
+            # body lets the Dragoman view show the answer assembled in the metadata
+            flow.response.raw_content = b""
         flow.metadata[METADATA_KEY] = state.metadata()
         inbound.log_done(flow, state, flow.response.status_code)
         self.usage.record(flow, state, flow.response.status_code, failed=state.relay_failure is not None)
@@ -321,6 +329,10 @@ class Translate(TranslateConfig):
             self.relay.forget(state.relay_token)
         logger.debug("flow %s: state released, %d flows in flight", flow.id, len(self.flows))
         return state
+
+    def _lossy_header(self, resp: http.Response, state: FlowState) -> None:
+        if self.lossy_header and not state.plan.identity:
+            resp.headers[LOSSY_HEADER] = str(state.ctx.dropped.count)
 
     def _show_upstream(self, flow: http.HTTPFlow, state: FlowState) -> None:
         """A relayed flow went to 127.0.0.1: show the request the answering upstream really got."""

@@ -18,6 +18,7 @@ from mitmproxy.utils import human
 from dragoman.ledger import LedgerError
 from dragoman.mitm import inbound
 from dragoman.mitm import options
+from dragoman.mitm import view
 from dragoman.mitm.flowstate import FlowStates
 from dragoman.mitm.guards.limits import BodyGate
 from dragoman.mitm.guards.limits import parse_size
@@ -68,6 +69,10 @@ class TranslateConfig:
         self._warned_deferred: set[str] = set()
         #: seconds without upstream bytes before a streamed flow is failed (0: never)
         self.idle_timeout = 300
+        #: send ``x-dragoman-lossy`` (``dragoman_lossy_header``)
+        self.lossy_header = True
+        #: assemble streamed answers into the flow's metadata for the view (``dragoman_keep_answer``)
+        self.keep_answer = False
         #: flows carrying credentials until their request is sent
         self.scrubber = Scrubber()
         self._keys = KeyMask()
@@ -85,6 +90,7 @@ class TranslateConfig:
 
     def load(self, loader: Any) -> None:
         options.declare(loader)
+        view.register()  # the "Dragoman" content view of mitmweb / --flow-detail
 
     def configure(self, updated: set[str]) -> None:
         opts = ctx.options
@@ -95,6 +101,10 @@ class TranslateConfig:
                     "(0 disables the timeout)"
                 )
             self.idle_timeout = opts.dragoman_idle_timeout
+        if "dragoman_lossy_header" in updated:
+            self.lossy_header = bool(opts.dragoman_lossy_header)
+        if "dragoman_keep_answer" in updated:
+            self.keep_answer = bool(opts.dragoman_keep_answer)
         self._configure_limits(updated)
         for name in ("dragoman_models_ttl", "dragoman_keep_images"):
             if name in updated and getattr(opts, name) < 0:

@@ -32,7 +32,8 @@ class Context:
 
     ``request`` is the client's request in IR form (after model mapping): encoders toward the client
     use it (custom tool names, ``include_usage``, the request echo a Responses object carries).
-    ``dropped`` collects the names of everything not carried, for one log line per flow.
+    ``dropped`` is the exchange's lossiness report (``ir.lossy.LossReport``, also ``report``): what was
+    dropped, approximated or invented, by field path, logged once per flow and kept with the flow.
     ``strict``: tolerated oddities (unknown event types) become errors.
     """
 
@@ -56,6 +57,11 @@ class Context:
     #: an Anthropic upstream gets single-underscore ``mcp_`` tool names as ``mcp__`` (``translate.mcp_names``)
     mcp_prefix: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def report(self) -> Dropped:
+        """The lossiness report (the same object as ``dropped``)."""
+        return self.dropped
 
     def custom_tools(self) -> set[str]:
         return self.request.custom_tool_names() if self.request is not None else set()

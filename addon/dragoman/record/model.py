@@ -162,6 +162,8 @@ class Exchange(BaseModel):
     stream: bool = False
     #: names of fields not carried to the other protocol (never values)
     dropped: list[str] = Field(default_factory=list)
+    #: the lossiness report (``ir.lossy``): ``{"path", "kind", "reason"}`` per entry; absent when empty
+    lossy: list[dict[str, str]] | None = None
     client_request: HttpRequest
     upstream_request: HttpRequest | None = None
     upstream_response: HttpResponse | None = None

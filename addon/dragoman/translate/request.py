@@ -7,12 +7,14 @@ another protocol and ask for another model): ``decode_client_request`` and ``enc
 from __future__ import annotations
 
 from dataclasses import dataclass
+from dataclasses import field
 from typing import Any
 
 import orjson
 
 from dragoman.errors import ClientRequestError
 from dragoman.errors import UnsupportedFeatureError
+from dragoman.ir.lossy import LossReport
 from dragoman.ir.request import Request
 from dragoman.protocols import Protocol
 from dragoman.protocols._wire import parse_client_json
@@ -46,6 +48,9 @@ class ClientRequest:
     state_ticket: Any = None
     #: ``raw`` is not the client's body as it came (older images replaced, ``translate.images``)
     rewritten: bool = False
+    #: what Dragoman itself changed in the client's JSON (``keep_images``): reported for a same-protocol
+    #: upstream too, where nothing else is lost
+    own_losses: LossReport = field(default_factory=LossReport)
 
 
 @dataclass(slots=True)
@@ -55,6 +60,9 @@ class TranslatedRequest:
     client_model: str
     upstream_model: str
     stream: bool
+    #: what the translation dropped, approximated or invented (the context's report, which the
+    #: response or stream of the same exchange goes on filling)
+    report: LossReport
 
 
 #: the deepest JSON nesting orjson serialises (its documented limit); a request nested deeper is refused
@@ -85,13 +93,15 @@ def decode_client_request(body: bytes, client: Protocol, keep_images: int = 0, p
         raise too_deep(e) from None
     if client is Protocol.GEMINI:
         apply_path(req, path)
+    cr = ClientRequest(body, obj, req, req.model, req.stream, rewritten=bool(replaced))
     if replaced:
         req.dropped.add(dropped_name(replaced, keep_images))
-    return ClientRequest(body, obj, req, req.model, req.stream, rewritten=bool(replaced))
+        cr.own_losses.add(dropped_name(replaced, keep_images))
+    return cr
 
 
 def encode_upstream_request(cr: ClientRequest, plan: Plan, ctx: Context, model: str) -> bytes:
-    """The upstream body for ``plan.upstream`` asking for ``model``; fills ``ctx`` (request, dropped).
+    """The upstream body for ``plan.upstream`` asking for ``model``; fills ``ctx`` (request, the lossiness report).
 
     Raises ``UnsupportedFeatureError`` for a request only a Chat upstream can serve (``n > 1``), and
     ``ClientRequestError`` for one nested deeper than the encoders go."""
@@ -114,8 +124,6 @@ def _encode(cr: ClientRequest, plan: Plan, ctx: Context, model: str) -> bytes:
         )
     ctx.request = req
     ctx.search = None  # set by the upstream's encoder (an earlier attempt's upstream may have been another)
-    for name in req.dropped.fields:
-        ctx.dropped.add(name)
     body = _encode_body(cr, plan, ctx, model)
     if ctx.mcp_prefix and plan.upstream is Protocol.ANTHROPIC_MESSAGES:
         # the names go up as mcp__...; the answer's way back renames them (``ctx.extra["mcp_names"]``)
@@ -127,18 +135,24 @@ def _encode(cr: ClientRequest, plan: Plan, ctx: Context, model: str) -> bytes:
 
 def _encode_body(cr: ClientRequest, plan: Plan, ctx: Context, model: str) -> bytes:
     req = cr.request
-    if plan.identity:
+    if plan.identity:  # the client's bytes go on as they are (or as keep_images left them): only that is lost
+        ctx.dropped.merge(cr.own_losses)
         if model == cr.client_model or plan.client is Protocol.GEMINI:  # Gemini's model is in the URL
             return cr.raw
         obj = dict(cr.obj)
         obj["model"] = model
         return orjson.dumps(obj)
+    ctx.dropped.merge(req.dropped)
     if plan.client is Protocol.ANTHROPIC_MESSAGES and cr.stream:
         # an Anthropic stream opens with message_start and its input_tokens; a Chat or Responses upstream
         # reports usage only at the end, so the client gets the estimate count_tokens gives until then
         if cr.input_tokens_estimate is None:
             cr.input_tokens_estimate = estimate_input_tokens(cr.obj)
         ctx.input_tokens_estimate = cr.input_tokens_estimate
+        ctx.dropped.approximate(
+            "message_start.usage.input_tokens",
+            "estimated locally: the upstream reports usage only at the end (message_delta has its figures)",
+        )
     return orjson.dumps(get_codec(plan.upstream).encode_request(req, ctx))
 
 
@@ -149,4 +163,4 @@ def translate_request(
     cr = decode_client_request(body, plan.client)
     model = map_model(model_map or [], cr.client_model)
     out = encode_upstream_request(cr, plan, ctx, model)
-    return TranslatedRequest(out, cr.request, cr.client_model, model, cr.stream)
+    return TranslatedRequest(out, cr.request, cr.client_model, model, cr.stream, ctx.dropped)

@@ -29,6 +29,7 @@ from dragoman.ir.common import ErrorInfo
 from dragoman.ir.common import ErrorKind
 from dragoman.ir.events import KEEPALIVE
 from dragoman.ir.events import StreamError
+from dragoman.ir.lossy import LossReport
 from dragoman.logsafe import logsafe
 from dragoman.protocols.base import StreamDecoder
 from dragoman.protocols.base import StreamEncoder
@@ -54,11 +55,14 @@ _STREAMING = Phase.STREAMING
 
 
 class StreamTranslator:
-    __slots__ = ("phase", "_sse", "_dec", "_enc", "events_in", "error_info")
+    __slots__ = ("phase", "_sse", "_dec", "_enc", "events_in", "error_info", "report")
 
-    def __init__(self, decoder: StreamDecoder, encoder: StreamEncoder, max_event: int = 0) -> None:
+    def __init__(
+        self, decoder: StreamDecoder, encoder: StreamEncoder, max_event: int = 0, report: LossReport | None = None
+    ) -> None:
         """``max_event``: the longest upstream SSE line or event buffered (bytes, 0: no cap); beyond it the
-        client's stream ends with one error event (``SSELimitError``)."""
+        client's stream ends with one error event (``SSELimitError``). ``report``: the exchange's lossiness
+        report (the codecs' ``Context.dropped``), which grows as events pass."""
         self.phase = Phase.WAITING
         self._sse = CappedSSEDecoder(max_event, comments=True) if max_event > 0 else SSEDecoder(comments=True)
         self._dec = decoder
@@ -67,6 +71,7 @@ class StreamTranslator:
         self.events_in = 0
         #: the error sent to the client, if any
         self.error_info: ErrorInfo | None = None
+        self.report = report if report is not None else LossReport()
 
     @property
     def encoder(self) -> StreamEncoder:
@@ -192,10 +197,11 @@ class StreamTranslator:
 class PassThrough:
     """Same protocol on both sides: bytes pass through untouched (``feed`` returns its input)."""
 
-    __slots__ = ("phase",)
+    __slots__ = ("phase", "report")
 
     def __init__(self) -> None:
         self.phase = Phase.STREAMING
+        self.report = LossReport()  # nothing is translated, nothing is lost
 
     def feed(self, data: bytes) -> bytes:
         return data

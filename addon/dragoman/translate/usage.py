@@ -59,7 +59,7 @@ class PassThroughUsage:
 
     def __init__(self, protocol: Protocol, ctx: Context, max_event: int = 0) -> None:
         self._sse = CappedSSEDecoder(max_event) if max_event > 0 else SSEDecoder()
-        self._tap = UsageTap(get_codec(protocol).stream_decoder(ctx))
+        self._tap = UsageTap(get_codec(protocol).stream_decoder(_reading(ctx)))
         self.broken = False
 
     @property
@@ -81,9 +81,15 @@ def usage_of_body(body: bytes, protocol: Protocol, ctx: Context) -> Usage | None
     """The usage a whole 2xx answer reports, or None."""
     try:
         obj = parse_upstream_json(body)
-        return get_codec(protocol).decode_response(obj, ctx).usage
+        return get_codec(protocol).decode_response(obj, _reading(ctx)).usage
     except (TranslationError, ValueError, TypeError, KeyError, AttributeError):
         return None
+
+
+def _reading(ctx: Context) -> Context:
+    """``ctx`` for reading usage only: what the decoder notes as lost goes to a report of its own, so an
+    untouched answer's report stays empty and a translated one's is not written twice."""
+    return Context(request=ctx.request, profile=ctx.profile, chat_reasoning_field=ctx.chat_reasoning_field)
 
 
 def estimate_usage(req: Request | None) -> Usage:

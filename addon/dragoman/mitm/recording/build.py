@@ -175,6 +175,7 @@ def build_exchange(
         upstream_model=meta.get("upstream_model"),
         stream=bool(meta.get("stream", False)) or p.up is not None,
         dropped=list(meta.get("dropped") or []),
+        lossy=list(meta.get("lossy") or []) or None,
         client_request=redact_request(red, p.client_request),
         upstream_request=redact_request(red, p.upstream_request) if p.upstream_request else None,
         upstream_response=_upstream_response(p, red, error, sp),

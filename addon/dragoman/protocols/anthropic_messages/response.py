@@ -95,6 +95,11 @@ def thinking_signature(signature: str | None, encrypted_content: str | None, ite
     return carry.UNSIGNED
 
 
+#: the report entry of a thinking block an Anthropic client gets without a real signature
+UNSIGNED_PATH = "content.thinking.signature"
+UNSIGNED_REASON = "the upstream gave none: marker dragoman.v1.unsigned, never sent to an Anthropic upstream"
+
+
 def custom_input(arguments_obj: Any) -> str:
     """The raw input of a custom tool offered as ``{"input": string}`` (anything else: its JSON text)."""
     if isinstance(arguments_obj, dict):
@@ -164,6 +169,8 @@ def _part_to_wire(p: OutputPart, ctx: Context) -> dict[str, Any] | None:
         if p.redacted_data:
             return {"type": "redacted_thinking", "data": p.redacted_data}
         sig = thinking_signature(p.signature, p.encrypted_content, p.item_id)
+        if sig == carry.UNSIGNED:
+            ctx.dropped.invent(UNSIGNED_PATH, UNSIGNED_REASON)
         return {"type": "thinking", "thinking": p.text, "signature": sig}
     if type(p) is ToolCallPart:
         return {"type": "tool_use", "id": p.id, "name": p.name, "input": tool_input(p, ctx)}

@@ -29,6 +29,7 @@ from typing import Any
 import orjson
 
 from dragoman.errors import UpstreamProtocolError
+from dragoman.ir.carry import UNSIGNED
 from dragoman.ir.common import ErrorInfo
 from dragoman.ir.common import StopReason
 from dragoman.ir.common import Usage
@@ -55,6 +56,8 @@ from dragoman.ir.search import Citation
 from dragoman.protocols._checks import safe_message
 from dragoman.protocols.anthropic_messages import search
 from dragoman.protocols.anthropic_messages.errors import error_type
+from dragoman.protocols.anthropic_messages.response import UNSIGNED_PATH
+from dragoman.protocols.anthropic_messages.response import UNSIGNED_REASON
 from dragoman.protocols.anthropic_messages.response import message_id
 from dragoman.protocols.anthropic_messages.response import thinking_signature
 from dragoman.protocols.anthropic_messages.response import usage_to_wire
@@ -193,6 +196,8 @@ class AnthropicStreamEncoder(SearchBlocks, StreamEncoder):
         """Close ``b`` on the wire (it must be the open block)."""
         if b.kind is BlockKind.THINKING:
             sig = thinking_signature(b.signature, b.encrypted, b.item_id)
+            if sig == UNSIGNED:
+                self.ctx.dropped.invent(UNSIGNED_PATH, UNSIGNED_REASON)
             self._delta(out, b, {"type": "signature_delta", "signature": sig})
         elif b.kind is BlockKind.CUSTOM_TOOL_CALL:
             self._delta(out, b, {"type": "input_json_delta", "partial_json": '"}'})

@@ -41,12 +41,19 @@ def fill_history(messages: list[dict[str, Any]], ctx: Context, reasoning_field: 
                 m["reasoning_content"] = ""
                 if "tool_calls" in m:
                     ctx.placeholders.add("reasoning_content")
+                    ctx.dropped.invent(
+                        "reasoning_content", "empty placeholder for a history without this provider's reasoning"
+                    )
     elif placeholder == pf.DUMMY_SIGNATURE:
         for m in assistant:
             calls = m.get("tool_calls")
             if calls and not any("extra_content" in c for c in calls):
                 calls[0]["extra_content"] = gemini.extra_content(pf.GEMINI_SKIP_SIGNATURE)
                 ctx.placeholders.add("thought_signature")
+                ctx.dropped.invent(
+                    "tool_calls[0].extra_content.google.thought_signature",
+                    "Gemini's skip-validation signature for a history from another model",
+                )
     elif ctx.profile is pf.GENERIC and reasoning_field and any("reasoning_content" in m for m in assistant):
         # an unknown server that speaks reasoning_content (this conversation carries it): DeepSeek's rule, as
         # before profiles existed, for every tool-call message once the conversation has the field at all

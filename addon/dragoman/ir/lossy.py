@@ -1,0 +1,201 @@
+"""The lossiness report of one translated exchange: what was dropped, approximated or invented, and why.
+
+Every codec writes into one ``LossReport`` (``Context.dropped``, also reachable as ``Context.report``; a
+decoded request has its own, merged into the exchange's when the request is encoded for a translated
+upstream). The API is three verbs and a legacy one::
+
+    report.drop("tools[3].cache_control", "Chat has no cache hints")
+    report.approximate("message_start.usage.input_tokens", "estimated locally ...")
+    report.invent("reasoning_content", "empty placeholder for a history from another model")
+    report.add("top_k")  # a name only: kind and reason come from ``KNOWN`` (older callers)
+
+An entry names a field path and never a value, so the report may be logged, recorded and sent in a
+header count. A path is listed once (the first entry wins). Same protocol on both sides: nothing is
+translated, so the report stays empty.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+DROPPED = "dropped"
+APPROXIMATED = "approximated"
+INVENTED = "invented"
+KINDS = (DROPPED, APPROXIMATED, INVENTED)
+
+#: the reason given for a name without its own entry in ``KNOWN``
+GENERIC_REASON = "the other protocol has no place for it"
+
+_THINKING_NO_SIG = "the target protocol has no thinking signatures"
+
+#: kind and reason of the names codecs pass to ``add`` (a name, or its head before the first "." / "(")
+KNOWN: dict[str, tuple[str, str]] = {
+    "cache_control": (DROPPED, "the target protocol has no cache hints"),
+    "context_management": (DROPPED, "Anthropic-only context editing"),
+    "output_config": (DROPPED, "Anthropic-only output settings"),
+    "betas": (DROPPED, "Anthropic beta flags mean nothing to another API"),
+    "top_k": (DROPPED, "the target protocol has no top_k sampling"),
+    "top_p": (DROPPED, "Anthropic rejects top_p with thinking on"),
+    "temperature": (DROPPED, "Anthropic rejects temperature with thinking on"),
+    "tool_choice": (DROPPED, "Anthropic rejects a forced tool_choice with thinking on"),
+    "stop_sequences": (DROPPED, "the Responses API has no stop sequences"),
+    "citations": (DROPPED, "the target protocol has no citations"),
+    "annotations": (DROPPED, "the target protocol has no annotations"),
+    "message": (DROPPED, "the target protocol has no place for it"),
+    "delta": (DROPPED, "the target protocol has no place for it"),
+    "logprobs": (DROPPED, "the target protocol has no logprobs"),
+    "metadata": (DROPPED, "the target protocol has no such metadata"),
+    "thinking": (DROPPED, "the target cannot take this thinking back"),
+    "thinking.signature": (DROPPED, _THINKING_NO_SIG),
+    "thinking.tool_loop_without_signature": (
+        DROPPED,
+        "thinking: sent without, the tool turn carries no signed thinking block",
+    ),
+    "thinking_without_signature": (DROPPED, "Anthropic takes back only thinking it signed"),
+    "thinking_signature": (DROPPED, "a Chat client has no place for this thinking signature or encrypted reasoning"),
+    "server_tool_use": (DROPPED, "server tools run only on their own provider"),
+    "mcp_tool_use": (DROPPED, "server tools run only on their own provider"),
+    "container": (DROPPED, "a code-execution container exists only on its own provider"),
+    "compaction": (DROPPED, "Anthropic-only context compaction"),
+    "stop_details": (DROPPED, "the client's protocol has no stop details"),
+    "redacted_thinking": (DROPPED, "the target protocol has no encrypted thinking"),
+    "reasoning": (DROPPED, "reasoning the target cannot take back"),
+    "reasoning.summary": (DROPPED, "the target protocol has no reasoning summaries"),
+    "reasoning.effort": (DROPPED, "Anthropic cannot take an effort with this thinking setting"),
+    "reasoning.encrypted_content": (DROPPED, "encrypted reasoning of another provider"),
+    "reasoning_details": (DROPPED, "entries the target cannot take back"),
+    "tools": (DROPPED, "a tool the target protocol cannot run"),
+    "tools.builtin": (DROPPED, "server tools run only on their own provider"),
+    "tool_result": (DROPPED, "the target protocol has no place for it"),
+    "tool_result.is_error": (DROPPED, "the target protocol has no error flag on tool results"),
+    "tool_use": (DROPPED, "arguments that are not a JSON object"),
+    "choices[1:]": (DROPPED, "n > 1: only choice 0 is translated"),
+    "output": (DROPPED, "hosted tool items run only on their own provider"),
+    "input": (DROPPED, "items the target protocol cannot carry"),
+    "unanswered_tool_use": (INVENTED, "synthetic error result for a tool call without one"),
+    "orphaned_tool_result": (APPROXIMATED, "a tool result without its call became user text"),
+    "system_message_moved": (APPROXIMATED, "a later system message became a <system-reminder> user block"),
+    "tool_result_in_assistant_turn": (APPROXIMATED, "a tool result in an assistant turn became text"),
+    "response_format": (DROPPED, "the target protocol has no such response format"),
+    "image": (DROPPED, "the target cannot take this image"),
+    "document": (DROPPED, "the target cannot take this document"),
+    "file": (DROPPED, "the target cannot take this file"),
+    "tool_calls.extra_content.google.thought_signature": (DROPPED, "a Gemini signature the target cannot carry"),
+    "images older than": (DROPPED, "replaced by a text placeholder (dragoman_keep_images)"),
+}
+
+
+@dataclass(slots=True, frozen=True)
+class Loss:
+    """One entry: a field path (never a value), what happened to it, and why."""
+
+    path: str
+    kind: str
+    reason: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"path": self.path, "kind": self.kind, "reason": self.reason}
+
+    def line(self) -> str:
+        return f"{self.path}: {self.kind}, {self.reason}"
+
+
+def known(name: str) -> tuple[str, str]:
+    """Kind and reason for a name passed to ``add``: its own entry, else its head's, else generic."""
+    hit = KNOWN.get(name)
+    if hit is not None:
+        return hit
+    if name.endswith(("_tool_result", "_tool_use")):
+        return DROPPED, "server tools run only on their own provider"
+    if name.startswith("images older than"):
+        return KNOWN["images older than"]
+    for sep in ("(", "."):
+        head = name.partition(sep)[0]
+        if head != name and head in KNOWN:
+            return KNOWN[head]
+    return DROPPED, GENERIC_REASON
+
+
+class LossReport:
+    """The entries of one exchange, in the order they were found, one per path."""
+
+    __slots__ = ("entries", "_paths")
+
+    def __init__(self, entries: list[Loss] | None = None) -> None:
+        self.entries: list[Loss] = []
+        self._paths: set[str] = set()
+        for e in entries or ():
+            self._put(e)
+
+    def _put(self, entry: Loss) -> None:
+        if entry.path not in self._paths:
+            self._paths.add(entry.path)
+            self.entries.append(entry)
+
+    def drop(self, path: str, reason: str = "") -> None:
+        self._put(Loss(path, DROPPED, reason or known(path)[1]))
+
+    def approximate(self, path: str, reason: str) -> None:
+        self._put(Loss(path, APPROXIMATED, reason))
+
+    def invent(self, path: str, reason: str) -> None:
+        self._put(Loss(path, INVENTED, reason))
+
+    def add(self, name: str) -> None:
+        """A name only (the first API): kind and reason from ``KNOWN``."""
+        if name not in self._paths:
+            kind, reason = known(name)
+            self._put(Loss(name, kind, reason))
+
+    def merge(self, other: LossReport) -> None:
+        for e in other.entries:
+            self._put(e)
+
+    @property
+    def fields(self) -> list[str]:
+        """The paths, in order (what the first API called the dropped field names)."""
+        return [e.path for e in self.entries]
+
+    @property
+    def count(self) -> int:
+        return len(self.entries)
+
+    def by_kind(self, kind: str) -> list[str]:
+        return [e.path for e in self.entries if e.kind == kind]
+
+    def as_list(self) -> list[dict[str, str]]:
+        return [e.as_dict() for e in self.entries]
+
+    @classmethod
+    def from_list(cls, items: Any) -> LossReport:
+        """From ``as_list`` output, or from a list of bare names (older flows and recordings)."""
+        report = cls()
+        for item in items or ():
+            if isinstance(item, str):
+                report.add(item)
+            elif isinstance(item, dict) and isinstance(item.get("path"), str):
+                kind = item.get("kind")
+                report._put(
+                    Loss(
+                        item["path"],
+                        kind if kind in KINDS else DROPPED,
+                        str(item.get("reason") or ""),
+                    )
+                )
+        return report
+
+    def summary(self) -> str:
+        """One log line's worth: the paths grouped by kind (names only, never reasons or values)."""
+        parts = []
+        for kind in KINDS:
+            paths = self.by_kind(kind)
+            if paths:
+                parts.append(f"{kind}: {', '.join(paths)}")
+        return "; ".join(parts)
+
+    def __repr__(self) -> str:
+        return f"LossReport({self.entries!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, LossReport) and self.entries == other.entries
