@@ -21,6 +21,7 @@ from typing import Any
 ANTHROPIC = "anthropic"
 RESPONSES = "responses"
 CHAT = "chat"
+GEMINI = "gemini"
 
 #: Anthropic's ``web_search_tool_result_error.error_code`` for "no search here"
 UNAVAILABLE = "unavailable"

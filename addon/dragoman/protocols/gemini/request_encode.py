@@ -21,6 +21,7 @@ from dragoman.ir.request import TextPart
 from dragoman.ir.request import ToolCallPart
 from dragoman.ir.request import ToolResultPart
 from dragoman.protocols.base import Context
+from dragoman.protocols.gemini import search
 from dragoman.protocols.gemini import thoughts
 from dragoman.protocols.gemini.response import model_parts
 
@@ -111,6 +112,8 @@ def _tools(req: Request, ctx: Context) -> list[dict[str, Any]]:
         elif t.parameters:
             d["parametersJsonSchema"] = t.parameters
         decls.append(d)
+    if req.web_search is not None:
+        hosted.append(search.tool_from_spec(req.web_search, ctx))
     return ([{"functionDeclarations": decls}] if decls else []) + hosted
 
 
@@ -172,7 +175,7 @@ def encode_request(req: Request, ctx: Context) -> dict[str, Any]:
             system += [{"text": p.text} for p in m.parts if type(p) is TextPart and p.text]
             continue
         if m.role == "assistant":
-            parts = model_parts(m.parts, thoughts.Signer(True, ctx.dropped), ctx)
+            parts = model_parts(m.parts, thoughts.Signer(True, ctx.dropped), ctx, history=True)
             role = "model"
         else:
             parts, role = _user_parts(m, names, ctx), "user"
