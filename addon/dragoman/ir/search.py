@@ -29,6 +29,7 @@ UNAVAILABLE = "unavailable"
 #: how the upstream of an exchange serves a requested search (``Context.search``)
 SEARCH_NATIVE = "native"  # calls and results come back (Anthropic, Responses)
 SEARCH_ANNOTATIONS = "annotations"  # only citations come back (Chat search models, OpenRouter's web plugin)
+SEARCH_GROUNDING = "grounding"  # searches and citations come after the text they cite (Gemini's groundingMetadata)
 SEARCH_UNAVAILABLE = "unavailable"  # the upstream cannot search: the client gets an unavailable result
 
 

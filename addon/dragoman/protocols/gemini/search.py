@@ -42,7 +42,7 @@ def take_spec(req: Request) -> None:
 def tool_from_spec(spec: s.WebSearchSpec, ctx: Context) -> dict[str, Any]:
     """The search toward a Gemini upstream: the client's own tool when it came from Gemini, else
     ``{"googleSearch": {}}`` (Gemini's tool has no domain, location, size or use limits: listed)."""
-    ctx.search = s.SEARCH_NATIVE
+    ctx.search = s.SEARCH_GROUNDING
     if spec.origin == s.GEMINI and spec.raw:
         return spec.raw
     for name, value in (
