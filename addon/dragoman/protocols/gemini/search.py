@@ -7,14 +7,14 @@ A request offers search with ``tools: [{"googleSearch": {}}]`` (``google_search`
 run), ``groundingChunks: [{"web": {"uri", "title"}}]`` (the sources), ``groundingSupports: [{"segment":
 {"partIndex"?, "startIndex", "endIndex", "text"}, "groundingChunkIndices": [...]}]`` (which span of the answer
 each source supports) and ``searchEntryPoint`` (rendered HTML, Gemini's own: not carried to other clients).
-Segment indices are UTF-8 *byte* offsets ("measured in bytes", the reference; Gemini CLI's web search tool
-inserts its markers at byte positions with a ``TextEncoder``); without ``partIndex`` they index the answer's
-text as a whole (its non-thought text parts joined). IR citations index characters: converted both ways here.
+Segment indices are UTF-8 *byte* offsets ("measured in bytes", the reference); without ``partIndex`` they
+index the answer's text as a whole (its non-thought text parts joined). IR citations index characters:
+converted both ways here.
 
 Mapping: each query is one ``WebSearchPart`` (the sources ride on the first); each support and chunk index is
 one ``Citation``. A failed search (the "search unavailable" answer of an upstream that cannot search) has no
-Gemini shape: the client gets no ``groundingMetadata`` (a Gemini client reads that as "not grounded") and it
-is listed as ``web_search(<error>)``.
+Gemini shape: the client gets no ``groundingMetadata`` (an answer not grounded) and it is listed as
+``web_search(<error>)``.
 """
 
 from __future__ import annotations
