@@ -1,7 +1,8 @@
 // Drives mitmweb in headless Chromium for tests/mitm/test_mitmweb_browser.py (issue 35, item 2).
 // node mitmweb_view.mjs <playwright-core dir> <chromium> <mitmweb url with token> <path substring> <screenshot>
 // Selects the first flow whose path contains <path substring>, opens its Response tab, waits until the
-// Dragoman view has rendered, saves a screenshot and prints {"text": <the content view's text>} as JSON.
+// Dragoman view has rendered, saves a screenshot, then opens the Request tab and waits for the view there;
+// prints {"response": <the Response tab's text>, "request": <the Request tab's text>} as JSON.
 import { createRequire } from "node:module";
 
 const [pwDir, chromium, url, pathPart, shot] = process.argv.slice(2);
@@ -19,12 +20,16 @@ try {
   await page.goto(url);
   const row = page.locator(".flow-table tbody tr", { hasText: pathPart }).first();
   await row.click();
-  await page.locator(".flow-detail nav a, .flow-detail .nav-tabs a", { hasText: /^Response$/ }).first().click();
-  const view = page.locator(".flow-detail", { hasText: "answer assembled from the upstream" });
-  await view.waitFor();
-  await view.getByText("lossiness report").first().waitFor();
+  const tab = (name) => page.locator(".flow-detail nav.nav-tabs a", { hasText: name }).first();
+  await tab(/^Response$/).click();
+  const answer = page.locator(".flow-detail", { hasText: "answer assembled from the upstream" });
+  await answer.getByText("lossiness report").first().waitFor();
   await page.screenshot({ path: shot, fullPage: false });
-  console.log(JSON.stringify({ text: await view.innerText() }));
+  const response = await answer.innerText();
+  await tab(/^Request$/).click();
+  const sent = page.locator(".flow-detail", { hasText: "request as sent upstream" });
+  await sent.getByText("lossiness report").first().waitFor();
+  console.log(JSON.stringify({ response, request: await sent.innerText() }));
 } finally {
   await browser.close();
 }

@@ -132,7 +132,8 @@ def test_mitmweb_shows_the_dragoman_view_of_a_translated_stream(tmp_path: Path) 
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(5)
-    text = json.loads(run.stdout.strip().splitlines()[-1])["text"]
+    seen = json.loads(run.stdout.strip().splitlines()[-1])
+    text = seen["response"]  # the Dragoman view, chosen automatically (the test never touches the view menu)
     assert "Dragoman: anthropic client -> openai-chat upstream" in text
     assert "answer assembled from the upstream's stream (openai-chat" in text
     assert "Let me think about this." in text  # thinking
@@ -142,3 +143,6 @@ def test_mitmweb_shows_the_dragoman_view_of_a_translated_stream(tmp_path: Path) 
     assert "message_start.usage.input_tokens" in text  # a lossiness entry (estimated input tokens)
     assert "lossiness report (0)" not in text
     assert shot.stat().st_size > 10_000
+    sent = seen["request"]
+    assert "request as sent upstream (openai-chat)" in sent
+    assert "1 turn(s), tools: get_weather" in sent and '"reasoning_effort"' in sent
