@@ -4,6 +4,8 @@ from dataclasses import dataclass
 from dataclasses import field
 from enum import StrEnum
 
+from dragoman.ir.limits import Overflow
+
 
 class StopReason(StrEnum):
     END_TURN = "end_turn"
@@ -105,6 +107,9 @@ class ErrorInfo:
     param: str | None = None
     retry_after: str | None = None
     request_id: str | None = None
+    #: set when the error is a context-length overflow (``dragoman.translate.overflow``); the client codecs
+    #: answer it in their own overflow terms
+    overflow: Overflow | None = None
 
     @property
     def http_status(self) -> int:

@@ -72,6 +72,8 @@ class FlowState:
             meta["attempts"] = list(self.attempts)
         if self.client_name:
             meta["client_name"] = self.client_name
+        if self.ctx.adjusted:
+            meta["adjusted"] = list(self.ctx.adjusted)
         return meta
 
 

@@ -180,7 +180,7 @@ def translate_whole(flow: http.HTTPFlow, state: FlowState) -> None:
     content_type = "text/event-stream" if is_sse else JSON_CT
     try:
         if not 200 <= status < 300:
-            status, out, _info = translate_error(status, body, plan, headers)
+            status, out, _info = translate_error(status, body, plan, headers, state.ctx)
             content_type = JSON_CT
         elif not is_sse:
             try:
@@ -263,6 +263,10 @@ def log_done(flow: http.HTTPFlow, state: FlowState, status: int) -> None:
 
 
 def log_dropped(flow: http.HTTPFlow, state: FlowState) -> None:
+    if state.ctx.adjusted:
+        logger.warning(
+            "flow %s: adjusted to the model's declared limits: %s", flow.id, logsafe(", ".join(state.ctx.adjusted))
+        )
     if state.ctx.dropped.fields:
         logger.warning(
             "flow %s: dropped (not carried to the other protocol): %s",

@@ -62,6 +62,8 @@ class Profile:
     thought_tags: bool = False
     #: "max_tokens" or "max_completion_tokens"; "" keeps ``dragoman_chat_max_tokens_field``
     max_tokens_field: str = ""
+    #: the provider takes OpenAI's ``prompt_cache_key`` / ``prompt_cache_retention`` (``protocols._cache``)
+    cache_key: bool = False
     #: hosts (exact, or a suffix after a dot) and ports that identify the provider
     hosts: tuple[str, ...] = ()
     ports: tuple[int, ...] = ()
@@ -83,6 +85,7 @@ PROFILES: dict[str, Profile] = {
             efforts=("none", "minimal", "low", "medium", "high", "xhigh"),
             echo="",
             max_tokens_field="max_completion_tokens",
+            cache_key=True,
             hosts=("api.openai.com",),
         ),
         Profile(

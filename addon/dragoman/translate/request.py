@@ -18,6 +18,9 @@ from dragoman.protocols import Protocol
 from dragoman.protocols import get_codec
 from dragoman.protocols._wire import parse_client_json
 from dragoman.protocols.base import Context
+from dragoman.translate.model_limits import check_window
+from dragoman.translate.model_limits import clamp
+from dragoman.translate.model_limits import clamp_body
 from dragoman.translate.plan import ModelRule
 from dragoman.translate.plan import Plan
 from dragoman.translate.plan import map_model
@@ -35,8 +38,10 @@ class ClientRequest:
     client_model: str
     stream: bool
     #: an Anthropic stream's estimated input tokens (``translate.tokens``), computed at the first
-    #: translated attempt
+    #: translated attempt (or when a declared window or an overflow answer needs it)
     input_tokens_estimate: int | None = None
+    #: the output limit the client asked for (``request.max_tokens`` may be clamped per attempt)
+    max_tokens: int | None = None
 
 
 @dataclass(slots=True)
@@ -67,7 +72,23 @@ def decode_client_request(body: bytes, client: Protocol) -> ClientRequest:
         req = get_codec(client).decode_request(obj)
     except RecursionError as e:
         raise too_deep(e) from None
-    return ClientRequest(body, obj, req, req.model, req.stream)
+    return ClientRequest(body, obj, req, req.model, req.stream, max_tokens=req.max_tokens)
+
+
+def client_estimate(cr: ClientRequest, client: Protocol) -> int:
+    """The client request's estimated input tokens (computed once): an Anthropic request as it came, another
+    protocol's through its Anthropic form (the estimator counts Anthropic shapes)."""
+    if cr.input_tokens_estimate is None:
+        if client is Protocol.ANTHROPIC_MESSAGES:
+            cr.input_tokens_estimate = estimate_input_tokens(cr.obj)
+        else:
+            saved, cr.request.max_tokens = cr.request.max_tokens, cr.max_tokens
+            try:
+                body = get_codec(Protocol.ANTHROPIC_MESSAGES).encode_request(cr.request, Context())
+            finally:
+                cr.request.max_tokens = saved
+            cr.input_tokens_estimate = estimate_input_tokens(body)
+    return cr.input_tokens_estimate
 
 
 def encode_upstream_request(cr: ClientRequest, plan: Plan, ctx: Context, model: str) -> bytes:
@@ -88,20 +109,26 @@ def _encode(cr: ClientRequest, plan: Plan, ctx: Context, model: str) -> bytes:
         raise UnsupportedFeatureError("n > 1 (several choices) is not supported by the translated upstream")
     req.model = model
     ctx.request = req
+    ctx.estimate = lambda: client_estimate(cr, plan.client)
+    estimate = check_window(ctx, model)
     for name in req.dropped.fields:
         ctx.dropped.add(name)
     if plan.identity:
-        if model == cr.client_model:
+        obj = cr.obj
+        if ctx.model_limits is not None:
+            obj = dict(obj)
+            if not clamp_body(obj, plan.client, ctx, estimate) and model == cr.client_model:
+                return cr.raw
+        elif model == cr.client_model:
             return cr.raw
-        obj = dict(cr.obj)
+        obj = dict(obj)
         obj["model"] = model
         return orjson.dumps(obj)
+    req.max_tokens = clamp(cr.max_tokens, ctx, estimate)
     if plan.client is Protocol.ANTHROPIC_MESSAGES and cr.stream:
         # an Anthropic stream opens with message_start and its input_tokens; a Chat or Responses upstream
         # reports usage only at the end, so the client gets the estimate count_tokens gives until then
-        if cr.input_tokens_estimate is None:
-            cr.input_tokens_estimate = estimate_input_tokens(cr.obj)
-        ctx.input_tokens_estimate = cr.input_tokens_estimate
+        ctx.input_tokens_estimate = client_estimate(cr, plan.client)
     return orjson.dumps(get_codec(plan.upstream).encode_request(req, ctx))
 
 

@@ -45,6 +45,7 @@ from dragoman.ir.mapping import refused_stop
 from dragoman.ir.request import CUSTOM_TOOL_PARAM
 from dragoman.protocols._checks import safe_message
 from dragoman.protocols.anthropic_messages.errors import error_type
+from dragoman.protocols.anthropic_messages.errors import overflow_message
 from dragoman.protocols.anthropic_messages.response import message_id
 from dragoman.protocols.anthropic_messages.response import thinking_signature
 from dragoman.protocols.anthropic_messages.response import usage_to_wire
@@ -354,7 +355,8 @@ class AnthropicStreamEncoder(StreamEncoder):
 
     def error(self, err: ErrorInfo) -> bytes:
         self.phase = EncPhase.FAILED
-        body = {"type": "error", "error": {"type": error_type(err), "message": err.message}}
+        message = overflow_message(err) if err.overflow is not None else err.message
+        body = {"type": "error", "error": {"type": error_type(err), "message": message}}
         if err.request_id:
             body["request_id"] = err.request_id
         try:

@@ -20,6 +20,8 @@ from dragoman.ir.request import ThinkingPart
 from dragoman.ir.request import Tool
 from dragoman.ir.request import ToolCallPart
 from dragoman.ir.request import ToolResultPart
+from dragoman.protocols._cache import OPENAI_RETENTIONS
+from dragoman.protocols._cache import session_cache_key
 from dragoman.protocols._data_url import data_url
 from dragoman.protocols.base import Context
 from dragoman.protocols.openai_responses.models import BUILTIN_TOOL_TYPES
@@ -72,6 +74,11 @@ def _encode_options(req: Request, body: dict[str, Any], dropped: Dropped) -> Non
         dropped.add("stop_sequences")
     if req.user:
         body["user"] = req.user
+    key = req.prompt_cache_key or session_cache_key(req.user)
+    if key:
+        body["prompt_cache_key"] = key
+    if req.cache_retention in OPENAI_RETENTIONS:
+        body["prompt_cache_retention"] = req.cache_retention
     rf = req.response_format
     if rf is not None and rf.type != "text":
         body["text"] = {"format": _encode_format(rf)}
