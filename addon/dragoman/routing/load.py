@@ -171,7 +171,7 @@ def _cache(w: _Where, node: Mapping[str, Any], path: str, proto: str) -> str:
     if not isinstance(value, str) or value not in CACHE_MODES:
         raise w.fail(node, path, f"unknown cache mode {value!r} (allowed: {', '.join(CACHE_MODES)})", "cache")
     if proto != Protocol.ANTHROPIC_MESSAGES.value:
-        raise w.fail(node, path, f"'cache' applies to anthropic-messages upstreams, not {proto}", "cache")
+        raise w.fail(node, path, f"'cache' applies to {Protocol.ANTHROPIC_MESSAGES.value} upstreams, not {proto}", "cache")
     return value
 
 
