@@ -28,7 +28,13 @@ def codex_body(turns: int, **extra):
     for i in range(turns):
         items.append({"type": "function_call", "call_id": f"call_{i}", "name": "exec_command", "arguments": "{}"})
         items.append({"type": "function_call_output", "call_id": f"call_{i}", "output": f"output {i}"})
-    body = {"model": "claude-sonnet-4-5", "instructions": "You are Codex.", "input": items, "tools": TOOLS, "stream": True}
+    body = {
+        "model": "claude-sonnet-4-5",
+        "instructions": "You are Codex.",
+        "input": items,
+        "tools": TOOLS,
+        "stream": True,
+    }
     body.update(extra)
     return body
 
@@ -80,7 +86,10 @@ def test_thinking_blocks_are_never_marked():
     out = {
         "messages": [
             {"role": "user", "content": [{"type": "text", "text": "hi"}]},
-            {"role": "assistant", "content": [{"type": "text", "text": "a"}, {"type": "thinking", "thinking": "t", "signature": "s"}]},
+            {
+                "role": "assistant",
+                "content": [{"type": "text", "text": "a"}, {"type": "thinking", "thinking": "t", "signature": "s"}],
+            },
         ]
     }
     mark_anthropic(out, "breakpoints", None)
@@ -110,7 +119,9 @@ def test_the_clients_retention_maps_to_a_ttl(retention, ttl):
     for mode in ("auto", "breakpoints"):
         sent = to_anthropic(body, mode=mode)
         markers = [sent["cache_control"]] if mode == "auto" else [b["cache_control"] for _w, b in marked(sent)]
-        assert markers and all(m == ({"type": "ephemeral", "ttl": ttl} if ttl else {"type": "ephemeral"}) for m in markers)
+        assert markers and all(
+            m == ({"type": "ephemeral", "ttl": ttl} if ttl else {"type": "ephemeral"}) for m in markers
+        )
 
 
 def test_a_chat_client_is_marked_too_and_its_key_listed_as_not_carried():
@@ -127,7 +138,18 @@ def test_a_chat_client_is_marked_too_and_its_key_listed_as_not_carried():
 
 
 def test_responses_upstream_gets_codex_key_as_sent():
-    out = translate_request(orjson.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}], "prompt_cache_key": "k-1", "prompt_cache_retention": "24h"}), Plan(C, R), Context())
+    out = translate_request(
+        orjson.dumps(
+            {
+                "model": "m",
+                "messages": [{"role": "user", "content": "hi"}],
+                "prompt_cache_key": "k-1",
+                "prompt_cache_retention": "24h",
+            }
+        ),
+        Plan(C, R),
+        Context(),
+    )
     sent = json.loads(out.body)
     assert sent["prompt_cache_key"] == "k-1" and sent["prompt_cache_retention"] == "24h"
 
@@ -137,16 +159,25 @@ ANTHROPIC_BODY = {
     "max_tokens": 100,
     "metadata": {"user_id": "user_abc_account__session_1234"},
     "system": [{"type": "text", "text": "sys", "cache_control": {"type": "ephemeral"}}],
-    "messages": [{"role": "user", "content": [{"type": "text", "text": "hi", "cache_control": {"type": "ephemeral", "ttl": "1h"}}]}],
+    "messages": [
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": "hi", "cache_control": {"type": "ephemeral", "ttl": "1h"}}],
+        }
+    ],
 }
 
 
 def test_anthropic_client_session_becomes_a_stable_cache_key_where_the_profile_takes_it():
     key = session_cache_key("user_abc_account__session_1234")
     assert key and key.startswith("dragoman-") and "abc" not in key and len(key) <= 64
-    sent = json.loads(translate_request(orjson.dumps(ANTHROPIC_BODY), Plan(A, C), Context(profile=profiles.get("openai"))).body)
+    sent = json.loads(
+        translate_request(orjson.dumps(ANTHROPIC_BODY), Plan(A, C), Context(profile=profiles.get("openai"))).body
+    )
     assert sent["prompt_cache_key"] == key
-    again = json.loads(translate_request(orjson.dumps(ANTHROPIC_BODY), Plan(A, C), Context(profile=profiles.get("openai"))).body)
+    again = json.loads(
+        translate_request(orjson.dumps(ANTHROPIC_BODY), Plan(A, C), Context(profile=profiles.get("openai"))).body
+    )
     assert again["prompt_cache_key"] == key  # stable across the session's requests
     sent = json.loads(translate_request(orjson.dumps(ANTHROPIC_BODY), Plan(A, R), Context()).body)
     assert sent["prompt_cache_key"] == key
@@ -154,7 +185,9 @@ def test_anthropic_client_session_becomes_a_stable_cache_key_where_the_profile_t
 
 @pytest.mark.parametrize("name", ["generic", "deepseek", "vllm", "ollama"])
 def test_profiles_without_the_key_get_none(name):
-    sent = json.loads(translate_request(orjson.dumps(ANTHROPIC_BODY), Plan(A, C), Context(profile=profiles.get(name))).body)
+    sent = json.loads(
+        translate_request(orjson.dumps(ANTHROPIC_BODY), Plan(A, C), Context(profile=profiles.get(name))).body
+    )
     assert "prompt_cache_key" not in sent
 
 

@@ -67,7 +67,9 @@ def test_cache_mode_per_anthropic_upstream_with_a_default_per_host():
     cfg = load("")
     assert anthropic_cache(cfg.upstreams["claude"], "x") == "auto"  # Anthropic's API: request-level caching
     assert anthropic_cache(cfg.upstreams["proxy"], "x") == "breakpoints"  # others may lack the top-level form
-    text = BASE.replace("base_url: https://api.anthropic.com\n", "base_url: https://api.anthropic.com\n    cache: off\n")
+    text = BASE.replace(
+        "base_url: https://api.anthropic.com\n", "base_url: https://api.anthropic.com\n    cache: off\n"
+    )
     assert anthropic_cache(load_config(text, "r", {}).upstreams["claude"], "x") == "off"
 
 
@@ -92,7 +94,10 @@ def test_v1_models_lists_the_declared_window_in_each_shape():
     from dragoman.translate.models import model_list
 
     cfg = load_config(
-        BASE.replace('  - match: "*"\n    to: local/qwen3-32b\n', '  - match: "small"\n    to: local/qwen3-32b\n  - match: "*"\n    to: claude\n')
+        BASE.replace(
+            '  - match: "*"\n    to: local/qwen3-32b\n',
+            '  - match: "small"\n    to: local/qwen3-32b\n  - match: "*"\n    to: claude\n',
+        )
         + "models:\n  - match: qwen3-*\n    context_window: 32768\n    max_output_tokens: 8192\n",
         "routes.yaml",
         {},

@@ -139,7 +139,9 @@ FORMS = [
         "mistral",
         C,
         400,
-        _openai("Prompt contains 40000 tokens and 0 draft tokens, too large for model with 32768 maximum context length"),
+        _openai(
+            "Prompt contains 40000 tokens and 0 draft tokens, too large for model with 32768 maximum context length"
+        ),
         Overflow(40000, 32768),
     ),
     (
@@ -251,7 +253,13 @@ def test_an_estimate_under_the_window_still_reads_as_an_overflow():
 @pytest.mark.parametrize(
     "status,body",
     [
-        (429, _openai("Rate limit reached for tokens per min (TPM): Limit 30000, Used 29000, Requested 2000.", "rate_limit_exceeded")),
+        (
+            429,
+            _openai(
+                "Rate limit reached for tokens per min (TPM): Limit 30000, Used 29000, Requested 2000.",
+                "rate_limit_exceeded",
+            ),
+        ),
         (400, _openai("Invalid 'messages[2].content': string too long.", "string_above_max_length")),
         (400, _openai("Unsupported parameter: 'temperature'", "unsupported_parameter")),
         (500, _openai("The server had an error while processing your request.", None, "server_error")),
@@ -283,7 +291,10 @@ def test_our_own_overflow_error_body_in_each_protocol():
 
     info = ContextOverflowError(50000, 32768, "qwen3").to_error_info()
     a = json.loads(error_body(info, A))
-    assert a["error"] == {"type": "invalid_request_error", "message": "prompt is too long: 50000 tokens > 32768 maximum"}
+    assert a["error"] == {
+        "type": "invalid_request_error",
+        "message": "prompt is too long: 50000 tokens > 32768 maximum",
+    }
     for client in (C, R):
         e = json.loads(error_body(info, client))["error"]
         assert e["code"] == "context_length_exceeded" and e["type"] == "invalid_request_error"
@@ -315,16 +326,14 @@ STREAMS = [
     (
         "chat-openai-code",
         C,
-        _CHAT_START
-        + b'data: {"error":{"message":"context window exceeded","type":"invalid_request_error",'
+        _CHAT_START + b'data: {"error":{"message":"context window exceeded","type":"invalid_request_error",'
         b'"code":"context_length_exceeded"}}\n\n',
         Overflow(None, None),
     ),
     (
         "anthropic-error-event",
         A,
-        _ANTH_START
-        + b'event: error\ndata: {"type":"error","error":{"type":"invalid_request_error",'
+        _ANTH_START + b'event: error\ndata: {"type":"error","error":{"type":"invalid_request_error",'
         b'"message":"prompt is too long: 215000 tokens > 200000 maximum"}}\n\n',
         Overflow(215000, 200000),
     ),

@@ -54,7 +54,11 @@ def _markable(blocks: Any) -> dict[str, Any] | None:
     if not isinstance(blocks, list):
         return None
     for b in reversed(blocks):
-        if isinstance(b, dict) and b.get("type") not in _UNMARKABLE and not (b.get("type") == "text" and not b.get("text")):
+        if (
+            isinstance(b, dict)
+            and b.get("type") not in _UNMARKABLE
+            and not (b.get("type") == "text" and not b.get("text"))
+        ):
             return b
     return None
 

@@ -15,8 +15,8 @@ from ruamel.yaml.error import YAMLError
 
 from dragoman.ir.limits import ModelLimits
 from dragoman.protocols import Protocol
-from dragoman.protocols._cache import CACHE_MODES
 from dragoman.protocols import profiles
+from dragoman.protocols._cache import CACHE_MODES
 from dragoman.routing.keyspec import describe_key
 from dragoman.routing.keyspec import resolve_key
 from dragoman.routing.spec import ClientKey
@@ -171,7 +171,9 @@ def _cache(w: _Where, node: Mapping[str, Any], path: str, proto: str) -> str:
     if not isinstance(value, str) or value not in CACHE_MODES:
         raise w.fail(node, path, f"unknown cache mode {value!r} (allowed: {', '.join(CACHE_MODES)})", "cache")
     if proto != Protocol.ANTHROPIC_MESSAGES.value:
-        raise w.fail(node, path, f"'cache' applies to {Protocol.ANTHROPIC_MESSAGES.value} upstreams, not {proto}", "cache")
+        raise w.fail(
+            node, path, f"'cache' applies to {Protocol.ANTHROPIC_MESSAGES.value} upstreams, not {proto}", "cache"
+        )
     return value
 
 

@@ -47,8 +47,15 @@ _NUMBERED: tuple[tuple[re.Pattern[str], int, int, int], ...] = (
     (re.compile(r"is too large:\s*" + _N + r".*?context length is " + _N + r" tokens.*?has " + _N, _I), 3, 2, 1),
     (
         re.compile(
-            r"context length is " + _N + r" tokens.*?(?:requested|resulted in|has)\s+(?:about\s+)?" + _N
-            + r"(?:\s+input)?\s+tokens(?:\s*\(" + _N + r" in the messages,\s*" + _N + r" in the completion)?",
+            r"context length is "
+            + _N
+            + r" tokens.*?(?:requested|resulted in|has)\s+(?:about\s+)?"
+            + _N
+            + r"(?:\s+input)?\s+tokens(?:\s*\("
+            + _N
+            + r" in the messages,\s*"
+            + _N
+            + r" in the completion)?",
             _I,
         ),
         -2,
@@ -57,7 +64,12 @@ _NUMBERED: tuple[tuple[re.Pattern[str], int, int, int], ...] = (
     ),
     (re.compile(r"prompt \(length " + _N + r"\) is longer than the maximum model length of " + _N, _I), 1, 2, 0),
     (re.compile(r"contains " + _N + r" tokens.*?too large for model with " + _N, _I), 1, 2, 0),
-    (re.compile(r"input token count \(" + _N + r"\) exceeds the maximum number of tokens allowed \(" + _N, _I), 1, 2, 0),
+    (
+        re.compile(r"input token count \(" + _N + r"\) exceeds the maximum number of tokens allowed \(" + _N, _I),
+        1,
+        2,
+        0,
+    ),
 )
 #: messages that name an overflow without numbers we can use
 _WORDED = re.compile(
@@ -112,4 +124,3 @@ def recognise(info: ErrorInfo, estimate: int | None = None, window: int | None =
         code=CODE,
         overflow=Overflow(tokens, limit, found.output),
     )
-
