@@ -110,7 +110,8 @@ class OverflowUpstream:
         last_msg = messages[-1] if messages else {}
         last = _text(last_msg.get("content")) if last_msg.get("role") == "user" else ""
         everything = "\n".join(_text(m.get("content")) for m in messages)
-        if "summar" in last.lower() and "text only" in last.lower():  # a compaction request
+        low = last.lower()
+        if "summar" in low and any(w in low for w in ("text only", "checkpoint", "compact", "handoff")):  # compaction
             summary = f"<summary>{SUMMARY_MARK}: the user asked to read the files; they were read.</summary>"
             return {"role": "assistant", "content": summary}
         offered = {t.get("function", {}).get("name") for t in body.get("tools") or []}
@@ -120,7 +121,11 @@ class OverflowUpstream:
             # overflows the window; a client compacts whole rounds and keeps the latest one
             command = COMMANDS[results]
             args = {"command": command} if self.tool == "Bash" else {"cmd": command}
-            call = {"id": f"call_{results + 1}", "type": "function", "function": {"name": self.tool, "arguments": json.dumps(args)}}
+            call = {
+                "id": f"call_{results + 1}",
+                "type": "function",
+                "function": {"name": self.tool, "arguments": json.dumps(args)},
+            }
             return {"role": "assistant", "content": None, "tool_calls": [call]}
         return {"role": "assistant", "content": f"Done. {FINAL_MARK}"}
 
@@ -137,8 +142,14 @@ class OverflowUpstream:
         cid = f"chatcmpl-{len(self.requests)}"  # one id per answer, as real servers give
         usage = {"prompt_tokens": n, "completion_tokens": 10, "total_tokens": n + 10}
         if not body.get("stream"):
-            obj = {"id": cid, "object": "chat.completion", "created": 1, "model": body.get("model"),
-                   "choices": [{"index": 0, "message": msg, "finish_reason": finish}], "usage": usage}
+            obj = {
+                "id": cid,
+                "object": "chat.completion",
+                "created": 1,
+                "model": body.get("model"),
+                "choices": [{"index": 0, "message": msg, "finish_reason": finish}],
+                "usage": usage,
+            }
             return 200, "application/json", json.dumps(obj).encode()
         base = {"id": cid, "object": "chat.completion.chunk", "created": 1, "model": body.get("model")}
         delta: dict[str, Any] = {"role": "assistant"}

@@ -57,7 +57,7 @@ def as_overflow(info: ErrorInfo, ctx: Context | None = None) -> ErrorInfo:
     o = found.overflow
     assert o is not None
     logger.warning(
-        "context overflow (prompt %s tokens, window %s): the upstream said %s",
+        "context overflow (prompt %s tokens, window %s) answered in the client's overflow terms; original message: %s",
         o.tokens if o.tokens is not None else "?",
         o.limit if o.limit is not None else "?",
         logsafe(info.message, 500),
