@@ -3,13 +3,13 @@
 Keep this to a few import lines: only this file hot-reloads, the package is installed (pip install -e .).
 """
 
-from dragoman.mitm.client_auth import ClientAuth
-from dragoman.mitm.cors import Cors
 from dragoman.mitm.endpoints import Endpoints
-from dragoman.mitm.recorder import Recorder
-from dragoman.mitm.replayer import Replayer
-from dragoman.mitm.responsive import Responsive
-from dragoman.mitm.scrub import MetadataMask
+from dragoman.mitm.guards.client_auth import ClientAuth
+from dragoman.mitm.guards.cors import Cors
+from dragoman.mitm.guards.responsive import Responsive
+from dragoman.mitm.guards.scrub import MetadataMask
+from dragoman.mitm.recording.recorder import Recorder
+from dragoman.mitm.recording.replayer import Replayer
 from dragoman.mitm.translate_addon import Translate
 
 # translate.gate first: the request-body caps (size, compressed bodies) hold before anything reads the body;

@@ -53,8 +53,8 @@ class Stat:
 
 def _import_api():
     from dragoman.protocols import Protocol
-    from dragoman.protocols import get_codec
     from dragoman.protocols.base import Context
+    from dragoman.protocols.registry import get_codec
     from dragoman.translate.plan import Plan
     from dragoman.translate.request import translate_request
     from dragoman.translate.stream import StreamTranslator

@@ -16,7 +16,7 @@ is on disk (and 1 s more). Reported:
 
 The same run without ``dragoman_record`` is the reference: with an upstream that sends 300,000 events as fast
 as it can, mitmdump's event loop keeps other flows waiting for a while even without recording (how long is
-bounded by ``dragoman_read_size`` and the start-up ``gc.freeze()``, ``dragoman/mitm/responsive.py``), so the
+bounded by ``dragoman_read_size`` and the start-up ``gc.freeze()``, ``dragoman/mitm/guards/responsive.py``), so the
 stall is shown both as what recording adds and absolute. ``--script /other/checkout/addon/dragoman.py``
 measures another checkout ("before"); ``--set dragoman_read_size=0`` one option. Budget lines (issue 23): growth
 <= 16 MiB, stall <= 100 ms. They are printed as PASS/OVER, never asserted; the run exits 0 whenever it could measure.

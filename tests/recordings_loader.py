@@ -18,10 +18,10 @@ from pathlib import Path
 from unittest import mock
 
 from dragoman.errors import TranslationError
-from dragoman.mitm import store
+from dragoman.mitm.recording import files as store
 from dragoman.protocols import Protocol
-from dragoman.protocols import get_codec
 from dragoman.protocols.base import Context
+from dragoman.protocols.registry import get_codec
 from dragoman.record.model import Exchange
 from dragoman.translate.plan import Plan
 from dragoman.translate.request import translate_request

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from dragoman import env as dragoman_env
+from dragoman.cli import env_recipes as dragoman_env
 from dragoman.demo import FakeUpstream
 
 from .test_proxy_mode import RegularProxy

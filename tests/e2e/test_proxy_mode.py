@@ -10,17 +10,16 @@ from __future__ import annotations
 import json
 import ssl
 import subprocess
-import threading
 import time
 import urllib.error
 import urllib.request
-from http.server import BaseHTTPRequestHandler
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
 from dragoman.demo import FakeUpstream
+from dragoman.demo import Reply
+from dragoman.demo import Request
 
 from .conftest import SCRIPT
 from .conftest import free_port
@@ -33,92 +32,39 @@ CLIENT_KEY = "sk-client-secret"
 UPSTREAM_KEY = "sk-upstream-configured"
 
 
-class Stub:
-    """A recording upstream on 127.0.0.1: Anthropic models list, count_tokens, a non-streamed message, and
-    anything else echoed back (the "unrelated" destination)."""
+MODELS = {
+    "data": [{"type": "model", "id": "claude-up-1", "display_name": "Up 1", "created_at": "2025-01-02T03:04:05Z"}],
+    "has_more": False,
+    "first_id": "claude-up-1",
+    "last_id": "claude-up-1",
+}
 
-    def __init__(self) -> None:
-        self.requests: list[dict] = []
-        stub = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
+def stub_answer(request: Request) -> Reply:
+    """The stub's model endpoints: a fixed non-streamed Anthropic message; any other protocol is echoed."""
+    if request.protocol != "anthropic":
+        return Reply(json_body={"echo": request.protocol})
+    message = {
+        "id": "msg_stub",
+        "type": "message",
+        "role": "assistant",
+        "model": request.model,
+        "content": [{"type": "text", "text": "Hello from the stub"}],
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 5, "output_tokens": 4},
+    }
+    return Reply(json_body=message)
 
-            def log_message(self, *args) -> None:
-                pass
 
-            def _reply(self, status: int, obj: object) -> None:
-                data = json.dumps(obj).encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def _record(self) -> dict:
-                n = int(self.headers.get("content-length") or 0)
-                raw = self.rfile.read(n) if n else b""
-                rec = {
-                    "method": self.command,
-                    "path": self.path,
-                    "headers": {k.lower(): v for k, v in self.headers.items()},
-                    "raw": raw,
-                }
-                stub.requests.append(rec)
-                return rec
-
-            def do_GET(self) -> None:
-                rec = self._record()
-                if rec["path"].startswith("/v1/models"):
-                    self._reply(
-                        200,
-                        {
-                            "data": [
-                                {
-                                    "type": "model",
-                                    "id": "claude-up-1",
-                                    "display_name": "Up 1",
-                                    "created_at": "2025-01-02T03:04:05Z",
-                                }
-                            ],
-                            "has_more": False,
-                            "first_id": "claude-up-1",
-                            "last_id": "claude-up-1",
-                        },
-                    )
-                else:
-                    self._reply(200, {"echo": rec["path"]})
-
-            def do_POST(self) -> None:
-                rec = self._record()
-                if rec["path"].startswith("/v1/messages/count_tokens"):
-                    self._reply(200, {"input_tokens": 4242})
-                elif rec["path"].startswith("/v1/messages"):
-                    body = json.loads(rec["raw"])
-                    self._reply(
-                        200,
-                        {
-                            "id": "msg_stub",
-                            "type": "message",
-                            "role": "assistant",
-                            "model": body.get("model"),
-                            "content": [{"type": "text", "text": "Hello from the stub"}],
-                            "stop_reason": "end_turn",
-                            "stop_sequence": None,
-                            "usage": {"input_tokens": 5, "output_tokens": 4},
-                        },
-                    )
-                else:
-                    self._reply(200, {"echo": rec["path"], "body": rec["raw"].decode(errors="replace")})
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+def Stub() -> FakeUpstream:  # noqa: N802 - reads as the class it was
+    """A recording Anthropic upstream on the demo fake: models list, count_tokens, a non-streamed message, and
+    chat completions echoed (the "unrelated" destination)."""
+    routes = {
+        "/v1/models": lambda rec: Reply(json_body=MODELS),
+        "/v1/messages/count_tokens": lambda rec: Reply(json_body={"input_tokens": 4242}),
+    }
+    return FakeUpstream(answer=stub_answer, routes=routes).start()
 
 
 class RegularProxy:
@@ -288,9 +234,9 @@ def test_models_forwarded_and_converted_to_openai_shape(to_anthropic, stub):
     assert listed["object"] == "list"
     assert listed["data"] == [{"id": "claude-up-1", "object": "model", "created": 1735787045, "owned_by": "dragoman"}]
     seen = stub.requests[before:]
-    assert [r["path"] for r in seen] == ["/v1/models"]
-    assert seen[0]["headers"]["x-api-key"] == UPSTREAM_KEY
-    assert "authorization" not in seen[0]["headers"]
+    assert [r.path for r in seen] == ["/v1/models"]
+    assert seen[0].headers["x-api-key"] == UPSTREAM_KEY
+    assert "authorization" not in seen[0].headers
 
 
 def test_count_tokens_forwarded_to_anthropic_upstream(to_anthropic, stub):
@@ -304,8 +250,8 @@ def test_count_tokens_forwarded_to_anthropic_upstream(to_anthropic, stub):
     assert status == 200 and json.loads(body) == {"input_tokens": 4242}, explain(to_anthropic)
     assert "x-dragoman-estimate" not in headers
     seen = stub.requests[before:]
-    assert [r["path"] for r in seen] == ["/v1/messages/count_tokens"]
-    assert seen[0]["headers"]["x-api-key"] == UPSTREAM_KEY
+    assert [r.path for r in seen] == ["/v1/messages/count_tokens"]
+    assert seen[0].headers["x-api-key"] == UPSTREAM_KEY
 
 
 def test_websocket_upgrade_refused_with_426(to_anthropic, stub):
@@ -336,10 +282,10 @@ def test_unrelated_traffic_passes_unchanged(to_anthropic, stub):
     )
     assert status == 200, explain(to_anthropic)
     seen = stub.requests[before:]
-    assert len(seen) == 1 and seen[0]["path"] == "/v1/chat/completions"
-    assert json.loads(seen[0]["raw"]) == payload
-    assert seen[0]["headers"]["authorization"] == "Bearer sk-other-app"
-    assert "x-api-key" not in seen[0]["headers"]
+    assert len(seen) == 1 and seen[0].path == "/v1/chat/completions"
+    assert json.loads(seen[0].raw) == payload
+    assert seen[0].headers["authorization"] == "Bearer sk-other-app"
+    assert "x-api-key" not in seen[0].headers
 
 
 # -- the official SDKs --------------------------------------------------------------------------------
@@ -386,7 +332,7 @@ def test_openai_sdk_through_proxy_to_anthropic_upstream(to_anthropic, stub, monk
         done = client.chat.completions.create(model="claude-x", messages=[{"role": "user", "content": "hello"}])
         assert done.choices[0].message.content == "Hello from the stub", explain(to_anthropic)
         seen = stub.requests[before:]
-        assert [r["path"] for r in seen] == ["/v1/messages"]
-        assert seen[0]["headers"]["x-api-key"] == UPSTREAM_KEY  # the client's key never reaches the upstream
-        assert CLIENT_KEY not in json.dumps(seen[0]["headers"])
+        assert [r.path for r in seen] == ["/v1/messages"]
+        assert seen[0].headers["x-api-key"] == UPSTREAM_KEY  # the client's key never reaches the upstream
+        assert CLIENT_KEY not in json.dumps(seen[0].headers)
         assert [m.id for m in client.models.list().data] == ["claude-up-1"]

@@ -18,8 +18,8 @@ from dragoman import demo as fu
 from dragoman.ir.request import Message
 from dragoman.ir.request import Request
 from dragoman.protocols import Protocol
-from dragoman.protocols import get_codec
 from dragoman.protocols.base import Context
+from dragoman.protocols.registry import get_codec
 from dragoman.translate.stream import StreamTranslator
 from validators import Summary
 from validators import anthropic as va

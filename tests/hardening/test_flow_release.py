@@ -21,10 +21,10 @@ from mitmproxy.test import taddons
 from mitmproxy.test import tflow
 
 from dragoman import demo as fu
-from dragoman.mitm import store
-from dragoman.mitm.recorder import Recorder
-from dragoman.mitm.replayer import TOKEN_HEADER
-from dragoman.mitm.replayer import Replayer
+from dragoman.mitm.recording import files as store
+from dragoman.mitm.recording.recorder import Recorder
+from dragoman.mitm.recording.replayer import TOKEN_HEADER
+from dragoman.mitm.recording.replayer import Replayer
 from dragoman.mitm.translate_addon import Translate
 from dragoman.record.model import Body
 from dragoman.record.model import Exchange

@@ -562,8 +562,8 @@ def test_encoder_error_frame_survives_unencodable_upstream_fields(client, when):
     from dragoman.ir.events import BlockStart
     from dragoman.ir.events import MessageStart
     from dragoman.ir.events import ToolArgsDelta
-    from dragoman.protocols import get_codec
     from dragoman.protocols.base import Context
+    from dragoman.protocols.registry import get_codec
 
     from .fuzzkit import deterministic
     from .fuzzkit import request_for

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from dragoman import env
+from dragoman.cli import env_recipes as env
 
 from . import netlab
 from .conftest import MODES

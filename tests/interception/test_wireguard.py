@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from dragoman import env
+from dragoman.cli import env_recipes as env
 
 from . import netlab
 from .conftest import MODES

@@ -6,8 +6,8 @@ import pytest
 
 from dragoman.protocols import Protocol
 from dragoman.protocols import detect
-from dragoman.protocols import get_codec
 from dragoman.protocols.base import Codec
+from dragoman.protocols.registry import get_codec
 
 
 @pytest.mark.parametrize(

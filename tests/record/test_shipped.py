@@ -12,8 +12,8 @@ import pytest
 from conftest import chunkings
 from conftest import run_stream
 from dragoman.protocols import Protocol
-from dragoman.protocols import get_codec
 from dragoman.protocols.base import Context
+from dragoman.protocols.registry import get_codec
 from dragoman.record.keys import conversation_key
 from dragoman.translate.plan import Plan
 from dragoman.translate.response import translate_error

@@ -26,8 +26,8 @@ from corpus_loader import Sample
 from corpus_loader import samples
 from dragoman.ir.request import Request
 from dragoman.protocols import Protocol
-from dragoman.protocols import get_codec
 from dragoman.protocols.base import Context
+from dragoman.protocols.registry import get_codec
 from dragoman.translate.plan import Plan
 from dragoman.translate.response import translate_error
 from dragoman.translate.response import translate_response

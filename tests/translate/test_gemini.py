@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from dragoman.ir import carry
-from dragoman.protocols import get_codec
 from dragoman.protocols.base import Context
+from dragoman.protocols.registry import get_codec
 from dragoman.translate.plan import Plan
 from dragoman.translate.request import translate_request
 from protocols.openai_chat.test_gemini import SIG_A

@@ -13,8 +13,8 @@ from conftest import chunkings
 from conftest import run_stream
 from dragoman import demo as fu
 from dragoman.protocols import Protocol
-from dragoman.protocols import get_codec
 from dragoman.protocols.base import Context
+from dragoman.protocols.registry import get_codec
 from dragoman.translate.stream import StreamTranslator
 from validators import anthropic as va
 from validators import chat as vc

@@ -15,8 +15,8 @@ from dragoman.ir.common import ErrorKind
 from dragoman.ir.limits import ModelLimits
 from dragoman.ir.limits import Overflow
 from dragoman.protocols import Protocol
-from dragoman.protocols import get_codec
 from dragoman.protocols.base import Context
+from dragoman.protocols.registry import get_codec
 from dragoman.translate.overflow import parse
 from dragoman.translate.overflow import recognise
 from dragoman.translate.plan import Plan

@@ -22,8 +22,8 @@ from dragoman.ir.events import BlockStart
 from dragoman.ir.events import BlockStop
 from dragoman.ir.request import Request
 from dragoman.protocols import Protocol
-from dragoman.protocols import get_codec
 from dragoman.protocols.base import Context
+from dragoman.protocols.registry import get_codec
 from dragoman.sse import SSEDecoder
 from dragoman.translate.stream import StreamTranslator
 from validators import responses as vr

@@ -13,8 +13,8 @@ from corpus_loader import samples
 from dragoman.errors import ClientRequestError
 from dragoman.errors import UnsupportedFeatureError
 from dragoman.protocols import Protocol
-from dragoman.protocols import get_codec
 from dragoman.protocols.base import Context
+from dragoman.protocols.registry import get_codec
 from dragoman.sse import SSEDecoder
 from dragoman.translate.plan import Plan
 from dragoman.translate.plan import parse_model_map

@@ -13,8 +13,8 @@ from conftest import chunkings
 from conftest import run_stream
 from corpus_loader import samples
 from dragoman.protocols import Protocol
-from dragoman.protocols import get_codec
 from dragoman.protocols.base import Context
+from dragoman.protocols.registry import get_codec
 from dragoman.translate.stream import Phase
 from dragoman.translate.stream import StreamTranslator
 

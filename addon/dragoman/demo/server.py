@@ -8,7 +8,9 @@ Endpoints (the protocol is chosen by the path; the query string is ignored):
 
 The scenario is chosen per request by the header ``x-fake-scenario``, else by the model name when it is a
 scenario name, else by the server default; ``FakeUpstream(answer=...)`` replaces that choice by one callable
-that sees every request (its headers and body) and picks the reply itself. A reply with a JSON body is sent with ``content-length``; a
+that sees every request (its headers and body) and picks the reply itself; ``FakeUpstream(routes=...)`` adds
+endpoints by exact path (any method, query ignored, e.g. ``GET /v1/models``), each a callable from the recorded
+request to a ``Reply``, consulted before everything else. A reply with a JSON body is sent with ``content-length``; a
 streamed reply as ``text/event-stream`` with chunked transfer encoding, ONE SSE event per HTTP chunk,
 written as soon as it is produced (``delay`` seconds apart; ``stall`` and ``drop`` faults act where the
 scenario marked them). Every POST is recorded (``FakeUpstream.requests``) and, when ``log_path`` is set,
@@ -23,6 +25,7 @@ import json
 import logging
 import socket
 import threading
+from collections.abc import Callable
 from collections.abc import Mapping
 from dataclasses import dataclass
 from email.utils import formatdate
@@ -53,6 +56,10 @@ class RecordedRequest:
     body: Any
     raw: bytes = b""
     protocol: str | None = None
+
+
+#: an extra endpoint of ``FakeUpstream(routes=...)``: the recorded request -> the reply
+Route = Callable[[RecordedRequest], Reply]
 
 
 @dataclass
@@ -98,6 +105,7 @@ class FakeUpstream:
         record: bool = True,
         answer: Scenario | None = None,
         backlog: int = 512,
+        routes: Mapping[str, Route] | None = None,
     ) -> None:
         self.scenarios: dict[str, Scenario] = {**SCENARIOS, **(scenarios or {})}
         if scenario not in self.scenarios:
@@ -108,6 +116,7 @@ class FakeUpstream:
         self.log_path = log_path
         self.record = record
         self.answer = answer
+        self.routes: dict[str, Route] = dict(routes or {})
         self.requests: list[RecordedRequest] = []
         self.lock = threading.Lock()
         self._sock = socket.create_server((host, port), backlog=backlog)
@@ -196,7 +205,10 @@ class FakeUpstream:
             writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
         incoming.raw = await _read_body(reader, incoming.headers)
         logger.debug("fake upstream: %s %s", incoming.method, incoming.path)
-        if incoming.method in ("GET", "HEAD"):
+        route = self.routes.get(incoming.path.split("?", 1)[0])
+        if route is not None:
+            self._answer_route(route, incoming, writer)
+        elif incoming.method in ("GET", "HEAD"):
             writer.write(_plain(200, b"" if incoming.method == "HEAD" else b"ok"))
         elif incoming.method != "POST":
             writer.write(_plain(501, b"unsupported method"))
@@ -204,6 +216,19 @@ class FakeUpstream:
             return False
         await writer.drain()
         return incoming.keep_alive
+
+    def _answer_route(self, route: Route, incoming: _Incoming, writer: asyncio.StreamWriter) -> None:
+        try:
+            body = json.loads(incoming.raw) if incoming.raw else None
+        except ValueError:
+            body = None
+        rec = RecordedRequest(incoming.method, incoming.path, incoming.headers, body, incoming.raw)
+        self._record(rec)
+        reply = route(rec)
+        if reply.body is not None:
+            writer.write(_bytes(reply.status, reply.body, reply.headers))
+        else:
+            writer.write(_json(reply.status, reply.json_body, reply.headers))
 
     async def _post(self, incoming: _Incoming, writer: asyncio.StreamWriter) -> bool:
         try:

@@ -2,6 +2,7 @@
 served. I/O (SQLite, Redis) but no mitmproxy: the addon builds a ``UsageRecord`` per finished request and
 calls ``Ledger.add``; ``python -m dragoman usage`` prints ``Ledger.summary``."""
 
+from dragoman.ledger.open import open_ledger
 from dragoman.ledger.record import DEFAULT_GROUP_BY
 from dragoman.ledger.record import GROUP_COLUMNS
 from dragoman.ledger.record import Row
@@ -13,7 +14,6 @@ from dragoman.ledger.store import Ledger
 from dragoman.ledger.store import LedgerError
 from dragoman.ledger.store import LedgerMissing
 from dragoman.ledger.store import LedgerStats
-from dragoman.ledger.store import open_ledger
 
 __all__ = [
     "DEFAULT_GROUP_BY",

@@ -15,6 +15,7 @@ from datetime import UTC
 from datetime import datetime
 from typing import TextIO
 
+from dragoman.ledger.open import open_ledger
 from dragoman.ledger.record import DEFAULT_GROUP_BY
 from dragoman.ledger.record import GROUP_COLUMNS
 from dragoman.ledger.record import METRICS
@@ -25,7 +26,6 @@ from dragoman.ledger.store import DEFAULT_LEDGER
 from dragoman.ledger.store import Ledger
 from dragoman.ledger.store import LedgerError
 from dragoman.ledger.store import LedgerMissing
-from dragoman.ledger.store import open_ledger
 from dragoman.ledger.store import redact_url
 
 LEDGER_ENV = "DRAGOMAN_LEDGER"  # the default --ledger

@@ -32,12 +32,12 @@ from dragoman.ir.common import ErrorInfo
 from dragoman.ir.common import ErrorKind
 from dragoman.logsafe import logsafe
 from dragoman.mitm import hosts
+from dragoman.mitm.guards.scrub import Scrubber
 from dragoman.mitm.inbound import mask_headers
 from dragoman.mitm.inbound import mask_whole
 from dragoman.mitm.keymask import KeyMask
 from dragoman.mitm.outbound import rewrite_auth
-from dragoman.mitm.routing import Routing
-from dragoman.mitm.scrub import Scrubber
+from dragoman.mitm.route_state import Routing
 from dragoman.protocols import Protocol
 from dragoman.protocols import detect
 from dragoman.routing.keyspec import resolve_key as resolve_api_key

@@ -27,7 +27,7 @@ from mitmproxy import ctx
 from mitmproxy import http
 from mitmproxy.net.http import status_codes
 
-from dragoman.mitm.cors import answer_header_lines
+from dragoman.mitm.guards.cors import answer_header_lines
 
 logger = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from dragoman.mitm.faults import deliver_error_answer
 from dragoman.mitm.faults import deliver_final_frame
 from dragoman.mitm.flowstate import FlowState
 from dragoman.mitm.keymask import KeyMask
-from dragoman.protocols import get_codec
+from dragoman.protocols.registry import get_codec
 from dragoman.translate.response import UpstreamErrorInBody
 from dragoman.translate.response import error_body
 from dragoman.translate.response import translate_error

@@ -19,12 +19,12 @@ from dragoman.ledger import LedgerError
 from dragoman.mitm import inbound
 from dragoman.mitm import options
 from dragoman.mitm.flowstate import FlowStates
+from dragoman.mitm.guards.limits import BodyGate
+from dragoman.mitm.guards.limits import parse_size
+from dragoman.mitm.guards.scrub import Scrubber
 from dragoman.mitm.keymask import KeyMask
-from dragoman.mitm.limits import BodyGate
-from dragoman.mitm.limits import parse_size
-from dragoman.mitm.relay import Relay
-from dragoman.mitm.routing import Routing
-from dragoman.mitm.scrub import Scrubber
+from dragoman.mitm.relay.relay import Relay
+from dragoman.mitm.route_state import Routing
 from dragoman.mitm.usage import UsageBook
 from dragoman.protocols import Protocol
 from dragoman.routing.keyspec import resolve_key as resolve_api_key

@@ -1,16 +1,12 @@
 """Wire edge: one package per protocol, each with pydantic wire models, a decoder into the IR and an
 encoder out of it (requests, whole responses, stream events, errors).
 
-May import: ``dragoman.sse``, ``dragoman.ir``, ``dragoman.errors``. Never mitmproxy.
+``registry.get_codec`` gives a protocol's codec. May import: ``dragoman.sse``, ``dragoman.ir``, ``dragoman.errors``. Never mitmproxy.
 """
 
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from dragoman.protocols.base import Codec
 
 
 class Protocol(StrEnum):
@@ -41,14 +37,3 @@ def detect(path: str) -> Protocol | None:
     if p.endswith("/responses"):
         return Protocol.OPENAI_RESPONSES
     return None
-
-
-def get_codec(protocol: Protocol) -> Codec:
-    """The codec singleton for a protocol (imported lazily to keep import order simple)."""
-    if protocol is Protocol.ANTHROPIC_MESSAGES:
-        from dragoman.protocols.anthropic_messages import CODEC
-    elif protocol is Protocol.OPENAI_CHAT:
-        from dragoman.protocols.openai_chat import CODEC
-    else:
-        from dragoman.protocols.openai_responses import CODEC
-    return CODEC

@@ -2,5 +2,5 @@
 and redaction of secrets (``redact``).
 
 Sans-I/O: may import ``dragoman.protocols``, ``dragoman.ir``, pydantic; never mitmproxy, asyncio or files
-(reading and writing recordings lives in ``dragoman.mitm.store``).
+(reading and writing recordings lives in ``dragoman.mitm.recording.files``).
 """

@@ -23,7 +23,7 @@ from dragoman.ir.request import TextPart
 from dragoman.ir.request import ToolCallPart
 from dragoman.ir.request import ToolResultPart
 from dragoman.protocols import Protocol
-from dragoman.protocols import get_codec
+from dragoman.protocols.registry import get_codec
 
 logger = logging.getLogger(__name__)
 

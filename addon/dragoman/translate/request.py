@@ -15,9 +15,9 @@ from dragoman.errors import ClientRequestError
 from dragoman.errors import UnsupportedFeatureError
 from dragoman.ir.request import Request
 from dragoman.protocols import Protocol
-from dragoman.protocols import get_codec
 from dragoman.protocols._wire import parse_client_json
 from dragoman.protocols.base import Context
+from dragoman.protocols.registry import get_codec
 from dragoman.translate.model_limits import check_window
 from dragoman.translate.model_limits import clamp
 from dragoman.translate.model_limits import clamp_body

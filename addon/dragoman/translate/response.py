@@ -11,9 +11,9 @@ from dragoman.errors import TranslationError
 from dragoman.ir.common import ErrorInfo
 from dragoman.logsafe import logsafe
 from dragoman.protocols import Protocol
-from dragoman.protocols import get_codec
 from dragoman.protocols._wire import parse_upstream_json
 from dragoman.protocols.base import Context
+from dragoman.protocols.registry import get_codec
 from dragoman.translate.overflow import recognise
 from dragoman.translate.plan import Plan
 

@@ -17,10 +17,10 @@ from dragoman.ir.events import MessageStart
 from dragoman.ir.events import StreamEvent
 from dragoman.ir.request import Request
 from dragoman.protocols import Protocol
-from dragoman.protocols import get_codec
 from dragoman.protocols._wire import parse_upstream_json
 from dragoman.protocols.base import Context
 from dragoman.protocols.base import StreamDecoder
+from dragoman.protocols.registry import get_codec
 from dragoman.sse.capped import CappedSSEDecoder
 from dragoman.sse.decoder import SSEDecoder
 from dragoman.sse.events import SSEEvent

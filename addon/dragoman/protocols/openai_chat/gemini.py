@@ -27,6 +27,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 from typing import Any
+from typing import Protocol
+from typing import TypeVar
 
 from dragoman.ir import carry
 from dragoman.ir.common import Dropped
@@ -42,8 +44,31 @@ from dragoman.ir.response import OutputPart
 
 if TYPE_CHECKING:
     from dragoman.protocols.openai_chat.models import ToolCall
-    from dragoman.protocols.openai_chat.stream_decode import ChatStreamDecoder
-    from dragoman.protocols.openai_chat.stream_decode import _Tool
+
+
+class ToolSlot(Protocol):
+    """What the stream helpers below read and set on the Chat stream decoder's slot for one tool call."""
+
+    id: str
+    signed: bool
+
+
+Slot = TypeVar("Slot", bound=ToolSlot)
+
+
+class ChatBlocks(Protocol):
+    """The block tracking of the Chat stream decoder that the Gemini helpers drive (structural, so this
+    module never imports the decoder that imports it)."""
+
+    in_thought: bool
+    _cur: int
+    _cur_kind: BlockKind | None
+    _rd: Any
+
+    def _switch(self, kind: BlockKind, out: list[StreamEvent]) -> int: ...
+    def _close_current(self, out: list[StreamEvent]) -> None: ...
+    def _new_block(self) -> int: ...
+    def _tool_start(self, tc: dict[str, Any], key: int, name: str | None, out: list[StreamEvent]) -> Any: ...
 
 #: what ``ctx.dropped`` names when a carried signature's tool call is not in the request
 DROPPED = "tool_calls.extra_content.google.thought_signature"
@@ -75,7 +100,7 @@ def is_thought(obj: dict[str, Any]) -> bool:
     return isinstance(google, dict) and google.get("thought") is True
 
 
-def thought(dec: ChatStreamDecoder, delta: dict[str, Any], c: Any, out: list[StreamEvent]) -> Any:
+def thought(dec: ChatBlocks, delta: dict[str, Any], c: Any, out: list[StreamEvent]) -> Any:
     """A delta's content: a flagged thought becomes thinking text without its tags (None is returned); other
     content loses the ``</thought>`` that closes a thought and is returned to be decoded as text."""
     if isinstance(c, str) and is_thought(delta):
@@ -93,7 +118,7 @@ def thought(dec: ChatStreamDecoder, delta: dict[str, Any], c: Any, out: list[Str
     return c
 
 
-def after_thought(dec: ChatStreamDecoder, c: str) -> str:
+def after_thought(dec: ChatBlocks, c: str) -> str:
     """Text content: the first after a thought loses its leading ``</thought>``."""
     if dec.in_thought:
         dec.in_thought = False
@@ -112,8 +137,8 @@ def split_thought(content: str) -> tuple[str | None, str]:
 
 
 def stream_signature(
-    dec: ChatStreamDecoder, tc: dict[str, Any], key: int, slot: _Tool | None, out: list[StreamEvent]
-) -> _Tool | None:
+    dec: ChatBlocks, tc: dict[str, Any], key: int, slot: Slot | None, out: list[StreamEvent]
+) -> Slot | None:
     """A tool call delta's signature -> the thinking block carrying it, before the call's block when the call
     starts here (then started here too); the call's slot. Only a call's first signature counts."""
     sig = thought_signature(tc)

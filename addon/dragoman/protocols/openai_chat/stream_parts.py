@@ -5,22 +5,30 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 from typing import Any
+from typing import Protocol
 
 from dragoman.ir.events import BlockKind
 from dragoman.ir.events import StreamEvent
 from dragoman.ir.events import TextDelta
 from dragoman.ir.events import ThinkingDelta
+from dragoman.protocols.openai_chat.gemini import ChatBlocks
 from dragoman.protocols.openai_chat.reasoning_details import Details
 from dragoman.protocols.openai_chat.response import mistral_thinking
 
 if TYPE_CHECKING:
-    from dragoman.protocols.openai_chat.stream_decode import ChatStreamDecoder
+    from dragoman.protocols.base import Context
+
+
+class ChatDecoderParts(ChatBlocks, Protocol):
+    """What these helpers use of the Chat stream decoder (structural: this module never imports it)."""
+
+    ctx: Context
 
 _TEXT = BlockKind.TEXT
 _THINKING = BlockKind.THINKING
 
 
-def reasoning(dec: ChatStreamDecoder, delta: dict[str, Any], out: list[StreamEvent]) -> None:
+def reasoning(dec: ChatDecoderParts, delta: dict[str, Any], out: list[StreamEvent]) -> None:
     """``reasoning_details`` (OpenRouter: their text, if they have a text field, is the thinking text;
     the entries become the block's signature), else ``reasoning_content`` (DeepSeek, vLLM) or ``reasoning``."""
     rd = delta.get("reasoning_details")
@@ -36,7 +44,7 @@ def reasoning(dec: ChatStreamDecoder, delta: dict[str, Any], out: list[StreamEve
         out.append(ThinkingDelta(dec._switch(_THINKING, out), r))
 
 
-def content(dec: ChatStreamDecoder, c: Any, out: list[StreamEvent]) -> None:
+def content(dec: ChatDecoderParts, c: Any, out: list[StreamEvent]) -> None:
     """``content``: a string, or parts (text, Mistral ``thinking``)."""
     if isinstance(c, str):
         out.append(TextDelta(dec._switch(_TEXT, out), c))

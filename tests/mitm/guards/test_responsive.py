@@ -1,0 +1,104 @@
+"""Responsive: the read-size option (validated, applied to asyncio's socket transports, undone), the start-up
+objects frozen out of the collector, and what a smaller read size does to a real loopback socket."""
+
+from __future__ import annotations
+
+import asyncio
+import asyncio.selector_events
+import gc
+
+import pytest
+from mitmproxy import exceptions
+from mitmproxy.test import taddons
+
+from dragoman.mitm.guards import responsive
+from dragoman.mitm.guards.responsive import Responsive
+
+TRANSPORT = asyncio.selector_events._SelectorSocketTransport
+ASYNCIO_DEFAULT = 256 * 1024
+
+
+@pytest.fixture
+def addon():
+    assert TRANSPORT.max_size == ASYNCIO_DEFAULT
+    a = Responsive()
+    with taddons.context(a) as tctx:
+        a.configure(set(tctx.options.keys()))  # as mitmproxy's script loader does on load
+        yield a, tctx
+        a.done()
+    assert TRANSPORT.max_size == ASYNCIO_DEFAULT
+
+
+@pytest.mark.parametrize("value, size", [("0", 0), ("16k", 16384), ("4096", 4096), ("1m", 1 << 20), (" 32k ", 32768)])
+def test_read_size_values(value, size):
+    assert responsive.read_size(value) == size
+
+
+@pytest.mark.parametrize("value", ["1k", "4095", "-16k", "lots", "", "16q"])
+def test_bad_read_size_names_the_option(value):
+    with pytest.raises(exceptions.OptionsError, match="dragoman_read_size"):
+        responsive.read_size(value)
+
+
+def test_default_is_16k_on_every_socket_transport(addon):
+    a, tctx = addon
+    assert tctx.options.dragoman_read_size == "16k"
+    assert TRANSPORT.max_size == 16384
+
+
+def test_zero_keeps_asyncio_default_and_changes_apply(addon):
+    a, tctx = addon
+    tctx.configure(a, dragoman_read_size="0")
+    assert TRANSPORT.max_size == ASYNCIO_DEFAULT
+    tctx.configure(a, dragoman_read_size="64k")
+    assert TRANSPORT.max_size == 65536
+    with pytest.raises(exceptions.OptionsError):
+        tctx.configure(a, dragoman_read_size="2k")
+    assert TRANSPORT.max_size == 65536
+
+
+def test_running_freezes_start_up_objects_once(addon):
+    a, tctx = addon
+    before = gc.get_freeze_count()  # the interpreter may start with a few hundred frozen
+    a.running()
+    frozen = gc.get_freeze_count()
+    assert frozen > before + 10_000  # the modules, classes and tables loaded by now
+    junk = [[i] for i in range(1000)]
+    a.running()  # a script reload calls running again: nothing more is frozen
+    assert gc.get_freeze_count() == frozen
+    del junk
+    a.done()
+    assert gc.get_freeze_count() == 0
+
+
+async def _largest_reads(total: int) -> list[int]:
+    """Send ``total`` bytes at once over loopback; the sizes the server's protocol received, read by read."""
+    sizes: list[int] = []
+    done = asyncio.get_running_loop().create_future()
+
+    class Sink(asyncio.Protocol):
+        def data_received(self, data: bytes) -> None:
+            sizes.append(len(data))
+            if sum(sizes) >= total and not done.done():
+                done.set_result(None)
+
+    server = await asyncio.get_running_loop().create_server(Sink, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    _, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(b"x" * total)
+    await writer.drain()
+    await asyncio.wait_for(done, 10)
+    writer.close()
+    server.close()
+    await server.wait_closed()
+    return sizes
+
+
+def test_a_loop_turn_reads_at_most_the_read_size(addon):
+    a, tctx = addon
+    sizes = asyncio.run(_largest_reads(4 << 20))
+    assert sum(sizes) == 4 << 20
+    assert max(sizes) <= 16384
+    tctx.configure(a, dragoman_read_size="0")
+    sizes = asyncio.run(_largest_reads(4 << 20))
+    assert max(sizes) > 16384  # asyncio's own reads take what the socket has, up to 256 KiB
