@@ -394,3 +394,26 @@ def test_in_stream_overflow_in_each_client_protocol_every_chunking(name, up, dat
             out = run_stream(t, pieces)
             _check_client_stream(client, out, expected)
             assert t.error_info is not None and t.error_info.overflow == expected
+
+
+def test_the_estimate_is_computed_only_for_an_overflow_that_lacks_numbers():
+    def boom() -> int:
+        raise AssertionError("estimated for an error that is not an overflow")
+
+    ctx = Context(model_limits=ModelLimits(context_window=1000), estimate=boom)
+    _s, _out, info = translate_error(429, _openai("slow down", "rate_limit_exceeded"), Plan(A, C), ctx=ctx)
+    assert info.overflow is None
+    body = _openai("This model's maximum context length is 1000 tokens. However, you requested 1200 tokens")
+    _s, out, info = translate_error(400, body, Plan(A, C), ctx=ctx)  # numbers given: no estimate needed
+    assert json.loads(out)["error"]["message"] == "prompt is too long: 1200 tokens > 1000 maximum"
+
+
+def test_a_failing_estimate_still_answers_the_overflow():
+    def boom() -> int:
+        raise ValueError("cannot estimate")
+
+    ctx = Context(estimate=boom)
+    _s, out, _i = translate_error(
+        400, _openai("context window exceeded", "context_length_exceeded"), Plan(A, C), ctx=ctx
+    )
+    assert json.loads(out)["error"]["message"] == "prompt is too long: context window exceeded"

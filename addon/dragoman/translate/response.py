@@ -47,13 +47,19 @@ def translate_error(
 
 def as_overflow(info: ErrorInfo, ctx: Context | None = None) -> ErrorInfo:
     """``info``, or its overflow form when it is a context-length error (its original message logged)."""
-    estimate = window = None
-    if ctx is not None:
-        window = ctx.model_limits.context_window if ctx.model_limits is not None else None
-        estimate = ctx.estimate_input_tokens()
-    found = recognise(info, estimate, window)
+    found = recognise(info)
     if found is None:
         return info
+    o = found.overflow
+    if ctx is not None and o is not None and (o.tokens is None or o.limit is None):
+        # only now (an overflow without both numbers) is the request's estimate worth computing
+        window = ctx.model_limits.context_window if ctx.model_limits is not None else None
+        try:
+            estimate = ctx.estimate_input_tokens()
+        except Exception:  # noqa: BLE001 - the answer goes out without the estimate rather than not at all
+            logger.exception("estimating the request's input tokens for an overflow answer failed")
+            estimate = None
+        found = recognise(info, estimate, window) or found
     o = found.overflow
     assert o is not None
     logger.warning(
