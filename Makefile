@@ -10,7 +10,7 @@ EXTRAS ?= test,clients,dev
 JOBS ?= 2
 PYTEST_ARGS ?=
 
-.PHONY: help install test test-unit test-e2e lint check coverage run bench bench-quick bench-ledger bench-record bench-limits bench-caching golden fuzz
+.PHONY: help install test test-unit test-e2e lint check coverage run bench bench-quick bench-load bench-ledger bench-record bench-limits bench-caching golden fuzz
 
 help:
 	@echo "make install   create $(VENV) with $(PY) and install Dragoman editable with [$(EXTRAS)]"
@@ -22,6 +22,7 @@ help:
 	@echo "make golden    regenerate tests/golden/ (every shipped recording x client protocol); review the diff"
 	@echo "make run       offline demo: fake openai-chat upstream + mitmdump on 127.0.0.1:8080"
 	@echo "make bench     performance benchmark (prints a table, writes bench/results/latest.json)"
+	@echo "make bench-load    issue 31: short requests, one stream, 500 paced streams, a burst, vs pass-through mitmdump"
 	@echo "make bench-ledger  cost of the usage ledger's add() on the calling thread (prints a table)"
 	@echo "make bench-record  recording one 300,000-event stream: RSS growth, worst stall of another flow"
 	@echo "make bench-limits  peak RSS under hostile sizes: gzip bomb, huge Content-Length, 20 MiB SSE line, 100 MiB body"
@@ -68,9 +69,15 @@ run:
 bench:  ## performance benchmark (issue 6): prints one table, writes bench/results/latest.json
 	@test -x $(PYTHON) || $(MAKE) install
 	$(PYTHON) bench/run.py
+	$(PYTHON) bench/load.py
 	$(PYTHON) bench/record.py
 	$(PYTHON) bench/limits.py
+	$(PYTHON) bench/responses_state.py
 	$(PYTHON) bench/caching.py
+
+bench-load:  ## issue 31: Dragoman vs a pass-through mitmdump under four loads, as ratios (also part of `make bench`)
+	@test -x $(PYTHON) || $(MAKE) install
+	$(PYTHON) bench/load.py
 
 bench-quick:  ## smoke run of the benchmark (< 2 min)
 	@test -x $(PYTHON) || $(MAKE) install

@@ -122,8 +122,10 @@ def wait_port(port: int, proc: Proc, timeout: float = 30.0) -> None:
     raise RuntimeError(f"{proc.name} did not listen on {port} within {timeout}s: {proc.log_tail()}")
 
 
-def start_upstream(core: int | None, prewarm: list[int]) -> Proc:
+def start_upstream(core: int | None, prewarm: list[int], delay: float = 0.0) -> Proc:
     cmd = [*pin_prefix(core), sys.executable, str(BENCH / "fake_upstream.py"), "--port", "0"]
+    if delay:
+        cmd += ["--delay", str(delay)]
     if prewarm:
         cmd += ["--prewarm", ",".join(str(n) for n in prewarm)]
     p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=BENCH)
@@ -142,6 +144,7 @@ def start_mitmdump(
     sets: dict[str, str],
     core: int | None,
     workdir: Path,
+    env: dict[str, str] | None = None,
 ) -> Proc:
     port = free_port()
     log = workdir / f"{name}.log"
@@ -166,7 +169,9 @@ def start_mitmdump(
     for k, v in sets.items():
         cmd += ["--set", f"{k}={v}"]
     fh = open(log, "wb")  # noqa: SIM115 - closed with the process
-    p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=fh, stderr=subprocess.STDOUT, cwd=REPO)
+    p = subprocess.Popen(
+        cmd, stdin=subprocess.PIPE, stdout=fh, stderr=subprocess.STDOUT, cwd=REPO, env={**os.environ, **(env or {})}
+    )
     fh.close()
     proc = Proc(name, p, port, log)
     try:

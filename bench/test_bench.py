@@ -204,3 +204,39 @@ def test_table_renders_budget_verdicts():
     assert by_case["chat<-chat (identity ref)"][-1] == ""  # identity is a reference, no verdict
     assert by_case["responses<-chat"][-1].startswith("ERR")
     assert by_case["MEDIAN over 1 translated directions"][-1] == "PASS"
+
+
+# -- issue 31: load.py's figures and profile_load.py's parts -----------------------------------------------------
+
+
+def test_paced_figures_gaps_after_the_ramp_only():
+    import load  # noqa: PLC0415
+
+    s = load.StreamTimes(t_sent=0.0, t_first=0.1, complete=True)
+    s.arrivals = [(0.1, 1), (0.15, 1), (3.0, 1), (3.05, 2), (3.2, 1)]  # two events in one read: a gap of 0
+    late = load.StreamTimes(t_sent=0.0, t_first=0.3, complete=False, error="cut")
+    fig = load._paced_figures([s, late], ramp_end=2.0)
+    assert fig["complete"] == 1 and fig["streams"] == 2 and fig["problems"] == ["cut"]
+    assert fig["gaps"] == 4  # 3.0-0.15 counts (it ends after the ramp), 3.05 twice (one real gap, one 0), 3.2
+    assert abs(fig["gap_p99_ms"] - 2850.0) < 1e-6
+    assert abs(fig["ttfb_p50_ms"] - 100.0) < 1e-6
+
+
+def test_profile_parts_innermost_part_wins_and_waits_are_apart():
+    import profile_load  # noqa: PLC0415
+
+    dispatch = "trigger_event (mitmproxy/addonmanager.py:291)"
+    hook = "Translate.request (dragoman/mitm/translate_addon.py:90)"
+    codec = "decode (dragoman/protocols/anthropic/request.py:10)"
+    raw = "\n".join(
+        [
+            f"process 1;{dispatch};{hook};{codec} 3",
+            f"process 1;{dispatch};{hook} 1",
+            f"process 1;{dispatch} 4",
+            "process 1;run (threading.py:1010);QueuedLedger._run (dragoman/ledger/store.py:228) 8",
+        ]
+    )
+    got = {part: (n, share) for part, n, share in profile_load.summarize(raw)}
+    assert got[profile_load.IDLE_PART] == (8, 0.0)
+    assert got["translator (translate/, protocols/, ir/, sse/)"] == (3, 3 / 8)
+    assert got["mitmproxy hook dispatch (addonmanager, safecall)"] == (4, 0.5)

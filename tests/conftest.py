@@ -12,6 +12,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 # The usage ledger is off unless a test asks for one (``--set dragoman_ledger=PATH``): tests never write to
 # the user's ~/.dragoman, and the mitmdump subprocesses they start inherit this.
 os.environ["DRAGOMAN_LEDGER"] = "off"
+os.environ["DRAGOMAN_RESPONSES_STORE"] = "off"  # tests that want the response store set it themselves
 
 
 def chunkings(data: bytes, seeds: int = 6) -> list[tuple[str, list[bytes]]]:

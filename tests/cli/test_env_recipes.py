@@ -141,7 +141,14 @@ def test_cli_env_transparent(capsys):
     assert cli.main(["env", "--transparent", "--firewall", "nftables", "--port", "8081", "--user", "mu"]) == 0
     out = capsys.readouterr().out
     assert "nft add rule inet dragoman output tcp dport 443 meta skuid != mu redirect to :8081" in out
-    assert "sudo -u mu -H " in out and "--mode transparent@8081 --allow-hosts" in out
+    assert "sudo -u mu -H " in out
+    # this machine only: loopback (issue 29, 1), so no other host can connect straight to the port
+    assert "--mode transparent@127.0.0.1:8081 --mode transparent@::1:8081 --allow-hosts" in out
+    assert "dragoman_client_keys" not in out
+    assert cli.main(["env", "--transparent", "--port", "8081", "--gateway", "eth1"]) == 0
+    out = capsys.readouterr().out
+    assert "--mode transparent@8081 --allow-hosts" in out  # the gateway: the interface's address
+    assert "--set dragoman_client_keys=devices=env:DRAGOMAN_CLIENT_KEY" in out and "dragoman_allow_remote" in out
 
 
 def test_cli_env_wireguard(tmp_path, capsys):
@@ -168,11 +175,13 @@ def test_readme_recipes_are_the_tested_ones():
     """The README's interception lines are what ``env`` prints and tests/interception runs."""
     readme = README.read_text()
     sudo = env.transparent_lines("mitmdump", "addon/dragoman.py")
+    gateway = env.transparent_lines("mitmdump", "addon/dragoman.py", gateway="IFACE")
     wanted = [
         *env.transparent_rules(firewall="iptables", gateway="IFACE").add,
         *env.transparent_rules(firewall="nftables", gateway="IFACE").add,
         *env.transparent_rules(firewall="nftables").undo,
         next(line for line in sudo if line.startswith("sudo -u mitmproxyuser -H mitmdump --mode transparent")),
+        *(line for line in gateway if line.startswith(("sudo -u mitmproxyuser -H mitmdump", "  --set"))),
         *env.wireguard_linux_client(),
     ]
     assert [line for line in wanted if line not in readme] == []

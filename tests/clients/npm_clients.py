@@ -205,8 +205,9 @@ def run_claude(
     return _run(argv, env, workdir, timeout)
 
 
-def codex_config(base_url: str, model: str | None) -> str:
-    """A ``CODEX_HOME/config.toml`` with a custom provider (the built-in one ignores OPENAI_BASE_URL)."""
+def codex_config(base_url: str, model: str | None, websockets: bool = False) -> str:
+    """A ``CODEX_HOME/config.toml`` with a custom provider (the built-in one ignores OPENAI_BASE_URL);
+    ``websockets``: the provider speaks Responses over WebSocket first (``supports_websockets``)."""
     lines = ['model_provider = "dragoman"', "check_for_update_on_startup = false"]
     if model:
         lines.append(f"model = {json.dumps(model)}")
@@ -220,6 +221,7 @@ def codex_config(base_url: str, model: str | None) -> str:
         "request_max_retries = 0",
         "stream_max_retries = 0",
         "stream_idle_timeout_ms = 30000",
+        *(["supports_websockets = true"] if websockets else []),
     ]
     return "\n".join(lines) + "\n"
 
@@ -234,6 +236,7 @@ def run_codex(
     resume: bool = False,
     timeout: float = RUN_TIMEOUT_S,
     extra_config: str = "",
+    websockets: bool = False,
 ) -> Run:
     """``codex exec PROMPT`` with a ``[model_providers.dragoman]`` pointing at ``base_url`` (with /v1);
     ``extra_config``: top-level ``config.toml`` lines (e.g. ``model_context_window = N``).
@@ -242,7 +245,7 @@ def run_codex(
     """
     codex_home.mkdir(parents=True, exist_ok=True)
     workdir.mkdir(parents=True, exist_ok=True)
-    (codex_home / "config.toml").write_text(extra_config + codex_config(base_url, model))
+    (codex_home / "config.toml").write_text(extra_config + codex_config(base_url, model, websockets))
     env = base_env(codex_home / "home")
     env.update({"CODEX_HOME": str(codex_home), "DRAGOMAN_API_KEY": API_KEY})
     (codex_home / "home").mkdir(exist_ok=True)

@@ -111,4 +111,5 @@ def test_codex_builtin_provider_through_explicit_proxy(clients, proxy, fake, tmp
     assert "provider: openai" in r.stderr, detail  # the built-in provider, to api.openai.com
     seen = fake.requests[before:]
     assert [q.path for q in seen] == ["/v1/chat/completions"], detail
-    assert "refused (426)" in proxy.log()  # the WebSocket attempt was answered, then HTTP streaming
+    # the built-in provider's Responses WebSocket is served (no 426, no fallback to HTTP streaming)
+    assert "Responses WebSocket accepted" in proxy.log() and "refused (426)" not in proxy.log(), detail

@@ -254,20 +254,28 @@ def test_count_tokens_forwarded_to_anthropic_upstream(to_anthropic, stub):
     assert seen[0].headers["x-api-key"] == UPSTREAM_KEY
 
 
-def test_websocket_upgrade_refused_with_426(to_anthropic, stub):
+WS_HEADERS = {
+    "connection": "Upgrade",
+    "upgrade": "websocket",
+    "sec-websocket-version": "13",
+    "sec-websocket-key": "6MdvBW366LMfj7GSxKnwWQ==",
+    "openai-beta": "responses_websockets=2026-02-06",
+    "authorization": f"Bearer {CLIENT_KEY}",
+}
+
+
+def test_responses_websocket_upgrade_accepted(to_anthropic, stub):
+    """Codex's Responses WebSocket is served (docs/responses-state.md): 101, and nothing reaches the upstream."""
     before = len(stub.requests)
-    status, _, body = to_anthropic.call(
-        "GET",
-        "https://api.openai.com/v1/responses",
-        headers={
-            "connection": "Upgrade",
-            "upgrade": "websocket",
-            "sec-websocket-version": "13",
-            "sec-websocket-key": "6MdvBW366LMfj7GSxKnwWQ==",
-            "openai-beta": "responses_websockets=2026-02-06",
-            "authorization": f"Bearer {CLIENT_KEY}",
-        },
-    )
+    status, _, _ = to_anthropic.call("GET", "https://api.openai.com/v1/responses", headers=WS_HEADERS)
+    assert status == 101, explain(to_anthropic)
+    assert "Responses WebSocket accepted" in to_anthropic.log()
+    assert len(stub.requests) == before
+
+
+def test_other_websocket_upgrade_refused_with_426(to_anthropic, stub):
+    before = len(stub.requests)
+    status, _, body = to_anthropic.call("GET", "https://api.openai.com/v1/chat/completions", headers=WS_HEADERS)
     assert status == 426, explain(to_anthropic)
     assert json.loads(body)["error"]["message"]
     assert len(stub.requests) == before

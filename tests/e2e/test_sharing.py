@@ -148,3 +148,31 @@ def test_refuses_to_expose_upstream_keys_without_client_keys(tmp_path):
     finally:
         live.terminate()
         live.wait(timeout=10)
+
+
+@pytest.mark.parametrize("listen", ["every interface", "0.0.0.0", "127.0.0.1"])
+def test_transparent_mode_refused_beyond_loopback_started_on_it(tmp_path, listen):
+    """Issue 29, 1: a host can connect straight to a transparent proxy's port, so holding upstream keys without
+    client keys it starts on loopback only (the machine-local recipe), through a real mitmdump."""
+    from .conftest import SCRIPT
+    from .conftest import free_port
+    from .conftest import mitmdump_bin
+    from .conftest import wait_port
+
+    port = free_port()
+    mode = f"transparent@{port}" if listen == "every interface" else f"transparent@{listen}:{port}"
+    argv = [mitmdump_bin(), "-s", str(SCRIPT), "--set", f"confdir={tmp_path / 'c'}", "--mode", mode]
+    argv += ["--set", "dragoman_target=openai-chat", "--set", "dragoman_api_key=sk-upstream-secret-78"]
+    if listen != "127.0.0.1":
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+        out = proc.stdout + proc.stderr
+        assert proc.returncode != 0, out
+        assert "listen beyond loopback" in out and f"{mode} on " in out and "--listen-host 127.0.0.1" in out
+        assert "sk-upstream-secret-78" not in out
+        return
+    live = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        wait_port(port, live)
+    finally:
+        live.terminate()
+        live.wait(timeout=10)

@@ -54,7 +54,7 @@ EXPECTED = {"anthropic": {"APIStatusError"}, "openai-responses": {"error-event"}
 
 @pytest.mark.parametrize("sdk", ["anthropic", "openai-responses"])
 @pytest.mark.parametrize(
-    "fault, needle, max_s", [("reset", "mid-stream", 5.0), ("stall", "dragoman_idle_timeout", 4.0)]
+    "fault, needle, max_s", [("reset", "mid-stream", 20.0), ("stall", "dragoman_idle_timeout", 20.0)]
 )
 def test_sdk_raises_its_api_error_for_upstream_faults(proxy, worker, sdk, fault, needle, max_s):
     res = worker.call(
@@ -71,4 +71,6 @@ def test_sdk_raises_its_api_error_for_upstream_faults(proxy, worker, sdk, fault,
     assert res["error_type"] in EXPECTED[sdk], res
     assert needle in str(res.get("message")) + str(res.get("body")), res
     assert res["first_delta_s"] is not None, "the text before the fault was delivered"
+    # a liveness bound, not a speed check: well under the SDK's 30 s read timeout (set in sdk_client), so the
+    # error came from Dragoman and not from the client giving up (a loaded CI machine took 5.1 s here)
     assert res["total_s"] < max_s, res

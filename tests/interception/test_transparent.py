@@ -10,7 +10,9 @@ the host side of a veth pair; the official hosts resolve to a blackholed address
 
 from __future__ import annotations
 
+import json
 import pwd
+import uuid
 from dataclasses import dataclass
 
 import pytest
@@ -18,6 +20,7 @@ import pytest
 from dragoman.cli import env_recipes as env
 
 from . import netlab
+from .conftest import CLIENT_KEY
 from .conftest import MODES
 from .conftest import SDKS
 from .conftest import UPSTREAM_KEY
@@ -34,6 +37,7 @@ from .conftest import check_unrelated_host
 from .conftest import hosts_map
 from .conftest import lab_or_skip
 from .conftest import start_fake_upstream
+from .conftest import upstream_seen
 
 pytestmark = pytest.mark.e2e
 
@@ -46,6 +50,7 @@ class Machine:
     lab: netlab.Lab
     machine: str
     gateway_dev: str
+    gateway_addr: str  # the machine's own address on the device's link
     fake: object
     echo: HttpsEcho
     plain_echo: HttpsEcho
@@ -107,13 +112,16 @@ def machine(tmp_path_factory):
             f"dragoman_upstream=http://{uplink.addr_a}:{fake.port}/v1",
         ]
         args += ["--set", f"dragoman_api_key={UPSTREAM_KEY}", "--set", "dragoman_model_map=claude-test=gpt-fake"]
+        # the gateway recipe listens beyond loopback: it starts only with client keys or this opt-out. Without
+        # client keys, only ``direct`` keeps a host that connects straight to the port from spending the key
+        args += ["--set", "dragoman_allow_remote=true"]
         mitm = Mitmdump(lab, args, confdir, ns=machine, user=(user.pw_uid, user.pw_gid))
         bundle = workdir / "client-ca-bundle.pem"
         clients = {"machine": NsClient(lab, machine, bundle), "device": NsClient(lab, device, bundle)}
         ca_bundle(bundle, mitm.wait_ready().ca, echo.cert)
         for c in clients.values():
             c.wait_ready()
-        yield Machine(lab, machine, gateway.dev_a, fake, echo, plain_echo, mitm, clients)
+        yield Machine(lab, machine, gateway.dev_a, gateway.addr_a, fake, echo, plain_echo, mitm, clients)
     finally:
         lab.close()
 
@@ -189,3 +197,73 @@ def test_the_lab_ran_the_printed_recipe(transparent):
     iface = transparent.gateway_dev
     for line in ran.add + ran.undo:
         assert line.replace(PROXY_USER, env.PROXY_USER).replace(iface, "IFACE") in printed
+
+
+# -- a host that connects straight to the proxy (issue 29, 1) -------------------------------------------------
+
+PAYLOAD = {"model": "claude-test", "max_tokens": 16, "messages": [{"role": "user", "content": "hi"}]}
+
+
+def direct_call(client: NsClient, connect: str, port: int) -> tuple[dict, str]:
+    """POST /v1/messages over TLS with the API's name in the SNI and Host, to ``connect``:``port``."""
+    test_id = uuid.uuid4().hex
+    headers = {
+        "host": "api.anthropic.com",
+        "x-api-key": CLIENT_KEY,
+        "anthropic-version": "2023-06-01",
+        "x-test-id": test_id,
+    }
+    req = {
+        "op": "https",
+        "url": f"https://api.anthropic.com:{port}/v1/messages",
+        "connect": connect,
+        "sni": "api.anthropic.com",
+        "method": "POST",
+        "body": PAYLOAD,
+        "headers": headers,
+    }
+    return client.call(req), test_id
+
+
+def check_refused(m: Machine, case: str, result: dict, test_id: str, answered: bool) -> None:
+    """Refused: answered 421 in the Anthropic error shape (``answered``), or the connection closed during TLS;
+    either way the upstream got nothing."""
+    if answered:
+        assert result["ok"] and result["status"] == 421, f"{case}: {result}{m.mitm.explain()}"
+        error = json.loads(result["body"])
+        assert error["type"] == "error" and error["error"]["type"] == "permission_error", case
+        assert "straight to the proxy's own address" in error["error"]["message"], case
+        assert UPSTREAM_KEY not in result["body"], case
+    else:
+        assert not result["ok"] and "EOF" in result["message"] + result["error_type"], f"{case}: {result}"
+    assert upstream_seen(m.fake, test_id) == [], case
+
+
+def test_a_connection_straight_to_the_proxy_never_spends_the_key(transparent):
+    """A device that opens TLS to the machine's own address with SNI and Host naming api.anthropic.com, or the
+    machine's own client connecting to the port on 127.0.0.1: the upstream gets nothing (before issue 29 it
+    got the request with the configured key). To the transparent port itself, mitmproxy asks to connect to
+    its destination during the handshake - the proxy itself, again and again before issue 29 - and that
+    connection is refused (logged), so the client's handshake ends; to another port of the machine (443,
+    which the gateway rule redirects to the proxy) the request is seen and answered 421 in the client's
+    protocol (logged). The same request headed to the API's address goes through the redirect, translated."""
+    m, lab = transparent, transparent.lab
+    port = env.TRANSPARENT_PORT
+    cases = {
+        "device -> machine:8080": (m.clients["device"], m.gateway_addr, port, False),
+        "device -> machine:443 (redirected to the port)": (m.clients["device"], m.gateway_addr, 443, True),
+        "machine -> 127.0.0.1:8080": (m.clients["machine"], "127.0.0.1", port, False),
+    }
+    for case, (client, connect, to_port, answered) in cases.items():
+        result, test_id = direct_call(client, connect, to_port)
+        check_refused(m, case, result, test_id, answered)
+    log = m.mitm.log()
+    assert f"straight to the proxy's own port {m.gateway_addr}:{port}: not connecting to itself" in log
+    assert f"a connection straight to the proxy's own address {m.gateway_addr}:443" in log
+    assert "transparent mode serves only redirected connections, nothing was sent upstream" in log
+
+    for name, client in m.clients.items():  # the same request, headed to the API's address: redirected
+        result, test_id = direct_call(client, lab.api_addr, 443)
+        assert result["ok"] and result["status"] == 200, f"{name}: {result}{m.mitm.explain()}"
+        seen = upstream_seen(m.fake, test_id)
+        assert len(seen) == 1 and seen[0].headers["authorization"] == f"Bearer {UPSTREAM_KEY}", name

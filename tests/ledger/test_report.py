@@ -103,15 +103,36 @@ def test_empty_ledger_says_so(tmp_path, capsys):
     assert (code, doc["rows"], doc["total"]["requests"]) == (0, [], 0)
 
 
-def test_missing_ledger_says_where_it_looked(tmp_path, capsys, monkeypatch):
+def test_missing_ledger_is_no_usage_yet(tmp_path, capsys, monkeypatch):
+    """No ledger yet (issue 29, 6): exit 0; the table form says so on one line, naming where it looked."""
     missing = tmp_path / "nowhere" / "usage.sqlite3"
     code, out, err = run_usage(["--ledger", str(missing)], capsys)
-    assert (code, out) == (1, "")
-    assert f"no usage ledger at {missing}: nothing recorded there yet" in err
-    assert not missing.parent.exists()
+    assert (code, err) == (0, "")
+    assert out.startswith("no usage recorded yet (no ledger at ") and out.count("\n") == 1
+    assert str(missing) in out
+    assert not missing.parent.exists()  # looking does not create it
     monkeypatch.setenv("DRAGOMAN_LEDGER", str(missing))
-    code, _, err = run_usage([], capsys)
-    assert code == 1 and str(missing) in err
+    code, out, _ = run_usage([], capsys)
+    assert code == 0 and str(missing) in out
+
+
+def test_missing_ledger_json_is_an_empty_report(tmp_path, capsys):
+    missing = tmp_path / "nowhere" / "usage.sqlite3"
+    code, out, err = run_usage(["--ledger", str(missing), "--json", "--by", "client,model"], capsys)
+    assert (code, err) == (0, "")
+    doc = json.loads(out)
+    assert doc["rows"] == [] and doc["ledger_exists"] is False and doc["ledger"] == str(missing)
+    assert doc["group_by"] == ["client", "model"]
+    assert set(doc["total"]) == {
+        "requests",
+        "errors",
+        "input_tokens",
+        "output_tokens",
+        "cache_read_tokens",
+        "cache_write_tokens",
+        "estimated",
+    } and set(doc["total"].values()) == {0}
+    assert not missing.parent.exists()
 
 
 def test_ledger_from_the_environment(shipped, capsys, monkeypatch):

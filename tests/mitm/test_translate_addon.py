@@ -419,7 +419,10 @@ def test_identity_stream_passes_bytes_and_headers(tctx, addon):
     f.response = sse_response()
     before = f.response.headers.copy()
     addon.responseheaders(f)
-    assert f.response.headers == before  # untouched
+    after = f.response.headers.copy()
+    # the upstream's headers are untouched; a proxy in front (nginx) is only told not to buffer the stream
+    assert after.pop("x-accel-buffering") == "no"
+    assert after == before
     fn = f.response.stream
     assert fn(b"data: 1\n\n") == b"data: 1\n\n"
     assert fn(b"") == []
@@ -623,11 +626,15 @@ def test_no_api_key_in_logs_at_any_level(addon, monkeypatch):
     "stream, tls, http2, relayed",
     [
         (True, False, False, False),  # a plain-HTTP/1.1 stream: mitmproxy forwards it, the addon can finish it
-        (False, False, False, True),  # a whole answer: read in full by the relay (JSON 502 on a drop)
+        # a whole answer to a plain-HTTP/1.1 client: no failover possible, so no loopback hop (issue 31); a
+        # refused or dropped upstream is answered in JSON from the ``error`` hook (``faults``)
+        (False, False, False, False),
         (True, True, False, True),  # TLS client: only the relay can end its stream with an error event
         (True, False, True, True),  # HTTP/2 client: the same
+        (False, True, False, True),  # TLS client, whole answer: only the relay answers a drop in JSON
+        (False, False, True, True),  # HTTP/2 client, whole answer: the same
     ],
-    ids=["plain-stream", "plain-json", "tls-stream", "h2-stream"],
+    ids=["plain-stream", "plain-json", "tls-stream", "h2-stream", "tls-json", "h2-json"],
 )
 def test_which_flows_go_through_the_relay(tctx, addon, stream, tls, http2, relayed):
     tctx.configure(addon, dragoman_target="openai-chat", dragoman_upstream="http://upstream.example:9/v1")

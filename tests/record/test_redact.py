@@ -131,3 +131,18 @@ def test_a_hostile_deep_body_does_not_recurse_without_bound():
     assert r.json(deep) is deep  # not walked that deep: no RecursionError
     shallow = {"a": {"api_key": "sk-shallow-SECRET-01"}}
     assert r.json(shallow) == {"a": {"api_key": REDACTED}}
+
+
+def test_keys_dragoman_holds_are_masked_in_bodies_whole_and_streamed():
+    """Issue 29, 2: a configured key that no redacted place showed (a relayed request leaves without it) is
+    masked in a whole upstream error body exactly as in a streamed one: one code path."""
+    key = "sk-configured-upstream-KEY-123"
+    red = Redactor()
+    red.add_secrets([key, "short"])  # too short to mask
+    body = f'{{"error": {{"message": "Incorrect API key provided: Bearer {key}"}}}}'.encode()
+    whole = red.body_bytes(body)
+    assert key.encode() not in whole and len(whole) == len(body) and b"short" not in red.body_bytes(b"x")
+    for cut in range(len(body)):
+        mask = red.mask()
+        assert mask.feed(body[:cut]) + mask.feed(body[cut:]) + mask.flush() == whole
+    assert key not in red.text(repr({"b": body.decode()}))

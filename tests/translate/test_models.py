@@ -50,3 +50,39 @@ def test_model_map_names_and_merge():
     merged = m.merge([m.ModelInfo("qwen3", "Qwen")], m.model_map_models(rules))
     assert [x.id for x in merged] == ["qwen3", "deepseek-chat", "claude-opus-4-8", "fallback"]
     assert merged[0].display_name == "Qwen"
+
+
+# -- the cache of upstream lists (issue 30, item 3) ------------------------------------------------------
+
+
+def test_merge_keeps_each_id_once_first_wins():
+    up = [m.ModelInfo("a", "A", 1), m.ModelInfo("b"), m.ModelInfo("a", "A again", 2)]
+    assert m.merge(up, [m.ModelInfo("b"), m.ModelInfo("c")]) == [
+        m.ModelInfo("a", "A", 1),
+        m.ModelInfo("b"),
+        m.ModelInfo("c"),
+    ]
+
+
+def test_cache_expires_with_the_injected_clock():
+    now = [0.0]
+    cache = m.ModelListCache(ttl=300, clock=lambda: now[0])
+    listed = [m.ModelInfo("a")]
+    assert cache.get("k") is None
+    cache.put("k", listed)
+    listed.append(m.ModelInfo("mutated"))  # the cache keeps its own copy
+    now[0] = 299.999
+    assert cache.get("k") == [m.ModelInfo("a")]
+    now[0] = 300.0
+    assert cache.get("k") is None
+    assert len(cache) == 0  # the expired entry is gone, not just hidden
+
+
+def test_cache_off_and_bounded():
+    cache = m.ModelListCache(ttl=0)
+    cache.put("k", [m.ModelInfo("a")])
+    assert cache.get("k") is None and len(cache) == 0
+    small = m.ModelListCache(ttl=10, clock=lambda: 0.0, max_entries=2)
+    for key in ("k1", "k2", "k3"):
+        small.put(key, [m.ModelInfo(key)])
+    assert small.get("k1") is None and small.get("k2") == [m.ModelInfo("k2")] and len(small) == 2

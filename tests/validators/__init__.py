@@ -53,6 +53,8 @@ class Summary:
     #: provider-side tool blocks/items seen (server_tool_use, web_search_call, ...), by type
     server_tools: list[str] = field(default_factory=list)
     events: int = 0
+    #: hosted web searches and citations (``validators.search.SearchSummary``)
+    search: Any = None
 
     @property
     def output_tokens(self) -> int | None:

@@ -24,6 +24,7 @@ from validators import is_int
 from validators import load_body
 from validators import need
 from validators import parse_json_object
+from validators import search
 from validators.sse import parse_sse
 
 STOP_REASONS = {
@@ -260,6 +261,7 @@ def validate_stream(data: bytes, *, strict: bool = True) -> Summary:
             phase == "stopped",
             f"anthropic stream ended in phase {phase!r} without message_stop or error (block {open_idx} open)",
         )
+    s.search = search.anthropic_stream(data, strict=strict and s.error is None)  # hosted web search and citations (``validators.search``)
     return s
 
 
@@ -303,4 +305,5 @@ def validate_message(body: bytes | str | dict, *, strict: bool = True) -> Summar
                 s.server_tools.append(b["type"])
         else:
             s.server_tools.append(b["type"])
+    s.search = search.anthropic_message(body)  # hosted web search and citations (``validators.search``)
     return s

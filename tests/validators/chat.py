@@ -35,6 +35,7 @@ from validators import is_int
 from validators import load_body
 from validators import need
 from validators import parse_json_object
+from validators import search
 from validators.sse import parse_sse
 
 FINISH_REASONS = {"stop", "length", "tool_calls", "content_filter", "function_call"}
@@ -258,6 +259,7 @@ def validate_stream(data: bytes, *, strict: bool = True) -> Summary:
         s.tool_calls.append(ToolCall(tid, name, args))
     if strict and s.stop_reason == "tool_calls":
         need(bool(order), "finish_reason tool_calls without any tool call")
+    s.search = search.chat_stream(data, strict=strict)  # hosted web search and citations (``validators.search``)
     return s
 
 
@@ -305,4 +307,5 @@ def validate_completion(body: bytes | str | dict, *, strict: bool = True) -> Sum
     if obj.get("usage") is not None or strict:
         _check_usage(obj.get("usage"), "completion")
         s.usage = dict(obj["usage"])
+    s.search = search.chat_completion(body, strict=strict)  # hosted web search and citations (``validators.search``)
     return s

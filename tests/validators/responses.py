@@ -31,6 +31,7 @@ from validators import is_int
 from validators import load_body
 from validators import need
 from validators import parse_json_object
+from validators import search
 from validators.sse import Frame
 from validators.sse import parse_sse
 
@@ -382,6 +383,7 @@ def validate_stream(data: bytes, *, strict: bool = True) -> Summary:
             raise AssertionError(f"{where}: unknown event type {t!r}")
     del stream_text
     need(phase == "terminal", f"responses stream ended in phase {phase!r} without a terminal event")
+    s.search = search.responses_stream(data, strict=strict) if s.error is None else None  # hosted web search and citations (``validators.search``)
     return s
 
 
@@ -529,6 +531,7 @@ def validate_response(body: bytes | str | dict, *, strict: bool = True) -> Summa
     else:
         s.stop_reason = "failed"
     s.usage = dict(r.get("usage") or {})
+    s.search = search.responses_body(body, strict=strict)  # hosted web search and citations (``validators.search``)
     return s
 
 

@@ -20,6 +20,9 @@ import sys
 
 from dragoman.cli import env_cmd
 from dragoman.cli import record_cmd
+from dragoman.cli.children import port_taken
+from dragoman.cli.children import stop_child
+from dragoman.cli.children import stop_on_signals
 from dragoman.cli.common import PROTOCOLS
 from dragoman.cli.common import add_run_args
 from dragoman.cli.common import build_mitmdump_argv
@@ -53,36 +56,51 @@ No API key is needed. Try, in another shell:
     -d '{{"model":"claude-x","max_tokens":64,"stream":true,"messages":[{{"role":"user","content":"hi"}}]}}'
 
 Scenarios: send the header x-fake-scenario: text|thinking|tools|error429|midstream_error|stall|drop
-(or use the scenario as the model name). Ctrl-C stops both.
+(or use the scenario as the model name). Ctrl-C (or SIGTERM, SIGHUP) stops both.
 """
 
 
 def _cmd_demo(args: argparse.Namespace, extra: list[str]) -> int:
     from dragoman.demo import FakeUpstream
 
-    fake = FakeUpstream(port=args.upstream_port, scenario="text", delay=args.delay).start()
+    for what, port in (("mitmdump (--port)", args.port), ("the fake upstream (--upstream-port)", args.upstream_port)):
+        if port_taken("127.0.0.1", port):
+            print(f"dragoman demo: port {port} is taken, {what} cannot listen on it; choose another", file=sys.stderr)
+            return 1
+    with stop_on_signals():
+        try:
+            fake = FakeUpstream(port=args.upstream_port, scenario="text", delay=args.delay).start()
+        except OSError as e:
+            print(f"dragoman demo: the fake upstream cannot listen on port {args.upstream_port}: {e}", file=sys.stderr)
+            return 1
+        try:
+            return _demo_mitmdump(args, extra, fake.url)
+        except KeyboardInterrupt:  # Ctrl-C, or SIGTERM/SIGHUP (``Stopped``)
+            return 0
+        finally:
+            fake.stop()
+
+
+def _demo_mitmdump(args: argparse.Namespace, extra: list[str], fake_url: str) -> int:
     argv = build_mitmdump_argv(
-        extra, target=args.target, upstream=fake.url + ("/v1" if args.target != "anthropic" else ""), port=args.port
+        extra, target=args.target, upstream=fake_url + ("/v1" if args.target != "anthropic" else ""), port=args.port
     )
-    print(DEMO_HELP.format(port=args.port, up=fake.url, py=sys.executable), flush=True)
+    print(DEMO_HELP.format(port=args.port, up=fake_url, py=sys.executable), flush=True)
     proc = subprocess.Popen(argv)
     try:
-        return proc.wait()
-    except KeyboardInterrupt:
-        proc.terminate()
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        return 0
+        rc = proc.wait()
     finally:
-        fake.stop()
+        stop_child(proc)  # Ctrl-C, SIGTERM, SIGHUP: the child goes too
+    if rc != 0:
+        print(f"dragoman demo: mitmdump exited with status {rc} (see its message above)", file=sys.stderr)
+    return rc
 
 
 def _cmd_fake(args: argparse.Namespace, extra: list[str]) -> int:
     from dragoman.demo import server
 
-    return server.main(extra)
+    with stop_on_signals():
+        return server.main(extra)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -120,7 +138,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "run" and extra and extra[0] == "--":
         extra = extra[1:]
     return args.func(args, extra)
-
 
 
 if __name__ == "__main__":

@@ -114,5 +114,3 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--port", type=int, help="listen on 127.0.0.1:PORT")
     p.add_argument("--config", help="a routes file (sets dragoman_config; reverse mode to its first upstream)")
-
-

@@ -225,9 +225,18 @@ def transparent_rules(
     return Rules(tuple(add), tuple(undo))
 
 
-def mitmdump_args(mode: str, port: int | None = None) -> list[str]:
-    """The mitmdump arguments of an interception mode, before the Dragoman options."""
-    args = ["--mode", mode if port is None else f"{mode}@{port}"]
+#: where the machine-local transparent recipe listens: the OUTPUT chain's REDIRECT delivers a connection from
+#: this machine to the loopback address of its family, and nothing on the network can reach these
+LOOPBACK_HOSTS = ("127.0.0.1", "::1")
+
+
+def mitmdump_args(mode: str, port: int | None = None, listen: Sequence[str] = ()) -> list[str]:
+    """The mitmdump arguments of an interception mode, before the Dragoman options; ``listen``: one server per
+    address (``MODE@HOST:PORT``) instead of every interface."""
+    if listen:
+        args = [a for host in listen for a in ("--mode", f"{mode}@{host}:{port or TRANSPARENT_PORT}")]
+    else:
+        args = ["--mode", mode if port is None else f"{mode}@{port}"]
     return args + ["--allow-hosts", ALLOW_HOSTS]
 
 
@@ -244,7 +253,21 @@ def transparent_lines(
     u = shlex.quote(user)
     confdir = f"~{user}/.mitmproxy"
     where = f"this machine and the devices routed through {gateway}" if gateway else "this machine"
-    args = mitmdump_args("transparent", None if port == TRANSPARENT_PORT else port)
+    if gateway:
+        # the PREROUTING redirect delivers to the address of the interface a device comes in on
+        args = mitmdump_args("transparent", None if port == TRANSPARENT_PORT else port)
+        binding = [
+            f"# mitmdump listens beyond loopback (devices reach it on {gateway}'s address): with upstream keys it",
+            "# starts only with client keys (or dragoman_allow_remote=true if your own authentication sits in front)",
+        ]
+        keys = " --set dragoman_client_keys=devices=env:DRAGOMAN_CLIENT_KEY"
+    else:
+        args = mitmdump_args("transparent", port, LOOPBACK_HOSTS)
+        binding = [
+            "# loopback only: the OUTPUT redirect delivers to 127.0.0.1 / ::1, and no other host can reach the port",
+            "# (no IPv6 on this machine: drop the ::1 --mode)",
+        ]
+        keys = ""
     run = [mitmdump, *args, "-s", script]
     out = [
         f"# Transparent mode (Linux, root): HTTPS from {where} goes to mitmdump on port {port}.",
@@ -252,10 +275,11 @@ def transparent_lines(
         f"id {u} >/dev/null 2>&1 || useradd --system --create-home {u}",
         f"# {firewall} (`--firewall {'nftables' if firewall == 'iptables' else 'iptables'}` prints the other):",
         *rules.add,
-        f"# the proxy ({user} must be able to read mitmdump and Dragoman: not under /root), plus your dragoman options:",
+        f"# the proxy ({user} must be able to read mitmdump and Dragoman: not under /root), plus your dragoman options;",
+        *binding,
         f"sudo -u {u} -H {shlex.join(run)} \\",
         "  --set dragoman_target=openai-chat --set dragoman_upstream=https://api.example.com/v1 "
-        "--set dragoman_api_key=env:UPSTREAM_API_KEY",
+        "--set dragoman_api_key=env:UPSTREAM_API_KEY" + keys,
         f"# trust the CA it writes to {confdir}/ (system store; Python SDK apps also need",
         "# SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt, Node apps NODE_EXTRA_CA_CERTS=<the .pem>):",
         f"cp {confdir}/{CA_FILE} /usr/local/share/ca-certificates/mitmproxy.crt && update-ca-certificates",

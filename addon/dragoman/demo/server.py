@@ -24,6 +24,7 @@ import asyncio
 import json
 import logging
 import socket
+import sys
 import threading
 from collections.abc import Callable
 from collections.abc import Mapping
@@ -381,10 +382,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--delay", type=float, default=0.05, help="seconds between streamed events (default 0.05)")
     args = ap.parse_args(argv)
-    fake = FakeUpstream(port=args.port, scenario=args.scenario, stall=args.stall, delay=args.delay)
+    try:
+        fake = FakeUpstream(port=args.port, scenario=args.scenario, stall=args.stall, delay=args.delay)
+    except OSError as e:
+        print(f"dragoman fake-upstream: cannot listen on 127.0.0.1:{args.port}: {e.strerror or e}", file=sys.stderr)
+        return 1
     print(f"fake upstream listening on {fake.url} (scenario {fake.scenario}; Ctrl-C to stop)", flush=True)
     try:
         fake.serve_forever()
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM/SIGHUP under the command line's ``stop_on_signals``
         pass
+    finally:
+        fake.stop()
     return 0

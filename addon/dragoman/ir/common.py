@@ -26,6 +26,8 @@ class Usage:
     cache_read_tokens: int | None = None
     cache_creation_tokens: int | None = None
     reasoning_tokens: int | None = None
+    #: hosted web searches run (Anthropic ``server_tool_use.web_search_requests``)
+    web_search_requests: int | None = None
 
     def merged(self, other: Usage | None) -> Usage:
         """Fields set in ``other`` win."""
@@ -41,6 +43,9 @@ class Usage:
                 other.cache_creation_tokens if other.cache_creation_tokens is not None else self.cache_creation_tokens
             ),
             reasoning_tokens=other.reasoning_tokens if other.reasoning_tokens is not None else self.reasoning_tokens,
+            web_search_requests=(
+                other.web_search_requests if other.web_search_requests is not None else self.web_search_requests
+            ),
         )
 
 

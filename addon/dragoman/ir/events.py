@@ -13,6 +13,8 @@ from enum import StrEnum
 from dragoman.ir.common import ErrorInfo
 from dragoman.ir.common import StopReason
 from dragoman.ir.common import Usage
+from dragoman.ir.search import Citation
+from dragoman.ir.search import WebSearchPart
 
 
 class BlockKind(StrEnum):
@@ -81,6 +83,24 @@ class ToolArgsDelta:
 
 
 @dataclass(frozen=True, slots=True)
+class CitationDelta:
+    """A citation of the text of block ``index`` (``citation.start``/``end`` index that block's text); it
+    arrives before the block's ``BlockStop``, after or before the text it cites."""
+
+    index: int
+    citation: Citation
+
+
+@dataclass(frozen=True, slots=True)
+class WebSearch:
+    """A hosted web search the upstream ran, whole: its call, query and sources (or error). Not a block:
+    encoders give it the client's own shape (Anthropic ``server_tool_use`` + ``web_search_tool_result``,
+    a Responses ``web_search_call`` item with its events)."""
+
+    search: WebSearchPart
+
+
+@dataclass(frozen=True, slots=True)
 class BlockStop:
     index: int
 
@@ -119,6 +139,8 @@ StreamEvent = (
     | ThinkingDelta
     | SignatureDelta
     | ToolArgsDelta
+    | CitationDelta
+    | WebSearch
     | BlockStop
     | MessageDelta
     | MessageStop

@@ -14,11 +14,16 @@ from typing import Any
 from typing import Literal
 
 from dragoman.ir.common import Dropped
+from dragoman.ir.search import Citation
+from dragoman.ir.search import WebSearchPart
+from dragoman.ir.search import WebSearchSpec
 
 
 @dataclass(slots=True)
 class TextPart:
     text: str
+    #: the spans of ``text`` that cite sources (``dragoman.ir.search``); None: none
+    citations: list[Citation] | None = None
 
 
 @dataclass(slots=True)
@@ -89,7 +94,7 @@ class RefusalPart:
     text: str
 
 
-Part = TextPart | ImagePart | FilePart | ThinkingPart | ToolCallPart | ToolResultPart | RefusalPart
+Part = TextPart | ImagePart | FilePart | ThinkingPart | ToolCallPart | ToolResultPart | RefusalPart | WebSearchPart
 
 
 @dataclass(slots=True)
@@ -184,6 +189,8 @@ class Request:
     #: how long the client asks a cached prefix to live: OpenAI ``prompt_cache_retention`` ("in_memory",
     #: "24h") or Anthropic ``cache_control.ttl`` ("5m", "1h")
     cache_retention: str | None = None
+    #: the hosted web search the client offers (``dragoman.ir.search``), None: none
+    web_search: WebSearchSpec | None = None
     #: fields of the source request the IR could not carry (names only)
     dropped: Dropped = field(default_factory=Dropped)
     #: protocol-specific passthrough extras the same-family encoder may reuse (never bodies of other fields)

@@ -11,8 +11,9 @@ from dragoman.ir.request import RefusalPart
 from dragoman.ir.request import TextPart
 from dragoman.ir.request import ThinkingPart
 from dragoman.ir.request import ToolCallPart
+from dragoman.ir.search import WebSearchPart
 
-OutputPart = TextPart | ThinkingPart | ToolCallPart | RefusalPart
+OutputPart = TextPart | ThinkingPart | ToolCallPart | RefusalPart | WebSearchPart
 
 
 @dataclass(slots=True)

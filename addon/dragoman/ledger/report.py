@@ -119,9 +119,18 @@ def format_table(
     return "\n".join(out) + "\n"
 
 
-def to_json(rows: list[Row], group_by: tuple[str, ...], since: float | None, where: str, granularity: str) -> str:
+def to_json(
+    rows: list[Row],
+    group_by: tuple[str, ...],
+    since: float | None,
+    where: str,
+    granularity: str,
+    recorded: bool = True,
+) -> str:
+    """The summary as JSON; ``recorded`` False: no ledger exists there yet (``rows`` empty, totals zero)."""
     doc = {
         "ledger": where,
+        "ledger_exists": recorded,
         "since": None if since is None else datetime.fromtimestamp(since, UTC).isoformat().replace("+00:00", "Z"),
         "since_granularity": granularity,
         "group_by": list(group_by),
@@ -186,12 +195,13 @@ def cmd_usage(args: argparse.Namespace, extra: list[str], out: TextIO | None = N
     try:
         ledger: Ledger = open_ledger(spec, readonly=True)
     except LedgerMissing:
-        print(
-            f"dragoman usage: no usage ledger at {redact_url(spec)}: nothing recorded there yet "
-            f"(another ledger? --ledger or ${LEDGER_ENV})",
-            file=sys.stderr,
-        )
-        return 1
+        # nothing recorded yet is an answer, not a failure: a script asking for JSON gets an empty report
+        where = redact_url(spec)
+        if args.json:
+            out.write(to_json([], args.by, args.since, where, "exact", recorded=False))
+        else:
+            out.write(f"no usage recorded yet (no ledger at {where}; another ledger? --ledger or ${LEDGER_ENV})\n")
+        return 0
     except LedgerError as e:
         print(f"dragoman usage: {e}", file=sys.stderr)
         return 1

@@ -35,6 +35,10 @@ logger = logging.getLogger(__name__)
 DEFAULT_LEDGER = "~/.dragoman/usage.sqlite3"
 MAX_QUEUE = 10_000  # records waiting for the writer (~2 MB at most), beyond which add() drops
 BATCH = 500  # records per write transaction
+#: the writer looks at its queue this often (seconds) instead of waiting on it, so the records of that moment share
+#: one wake-up and one transaction: a wake-up per record made the event loop's thread hand the GIL to the writer once
+#: per request (issue 31); a record reaches the store at most this much later. 0: wait on the queue.
+LINGER = 0.05
 MAX_TEXT = 200  # names longer than this are cut (a client can send any model name)
 _TEXT_FIELDS = ("client", "route", "upstream", "model", "client_model")
 
@@ -104,12 +108,13 @@ _STOP = object()
 class QueuedLedger(Ledger):
     """The shared machinery: a bounded queue filled by ``add`` and one writer thread calling ``_write``."""
 
-    def __init__(self, *, start: bool, max_queue: int = MAX_QUEUE, batch: int = BATCH) -> None:
+    def __init__(self, *, start: bool, max_queue: int = MAX_QUEUE, batch: int = BATCH, linger: float = LINGER) -> None:
         if max_queue < 1 or batch < 1:
             raise ValueError("max_queue and batch must be >= 1")
         self._q: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._max = max_queue
         self._batch = batch
+        self._linger = linger
         self._lock = threading.Lock()
         self._closed = not start
         self._written = self._dropped = self._failed = 0
@@ -214,7 +219,16 @@ class QueuedLedger(Ledger):
         while not stop:
             batch: list[UsageRecord] = []
             events: list[threading.Event] = []
-            item = self._q.get()
+            if self._linger > 0:
+                # polled, never waited on: ``add`` then never has a waiting thread to wake (a wake-up per record
+                # handed the GIL to this thread once per request); a record waits at most ``linger`` here
+                try:
+                    item = self._q.get_nowait()
+                except queue.Empty:
+                    time.sleep(self._linger)
+                    continue
+            else:
+                item = self._q.get()
             while True:
                 if item is _STOP:
                     stop = True

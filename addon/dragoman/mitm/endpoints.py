@@ -4,13 +4,16 @@ before ``Translate``, active only while ``dragoman_target`` is set.
 
 HEAD /                          answered 200 locally (Claude Code's preconnect probe)
 GET  /v1/models[/ID]            the upstream's list, converted to the client's shape, plus the model map's
-                                names; answered from the model map alone when there is no upstream list
-                                (no ``dragoman_upstream`` outside reverse mode, or a non-2xx/non-JSON answer).
+                                names, each once; answered from the model map alone when there is no upstream
+                                list (no ``dragoman_upstream`` outside reverse mode, or a non-2xx/non-JSON
+                                answer). A good list is kept ``dragoman_models_ttl`` seconds per upstream and
+                                credential and answered from memory meanwhile.
                                 ``/v1/models/ID`` is answered locally: every name is accepted (it is mapped)
 POST /v1/messages/count_tokens  forwarded when the target is Anthropic; otherwise a local estimate
                                 (``dragoman.translate.tokens``), marked ``x-dragoman-estimate: true``
-GET  .../responses + Upgrade: websocket
-                                426 Upgrade Required: Codex falls back to HTTP streaming at once
+GET  .../<model endpoint> + Upgrade: websocket
+                                426 Upgrade Required (the Responses WebSocket is taken first by
+                                ``responses.socket`` once its loopback peer is up)
 
 It also makes mitmproxy connect lazily (``connection_strategy=lazy``) while Dragoman is on, unless the user
 set ``connection_strategy`` explicitly: with the default (eager), regular mode dials the CONNECT host
@@ -19,6 +22,7 @@ before any hook runs (offline: 502 on CONNECT; online: a connection to the real 
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 from typing import Any
@@ -32,11 +36,14 @@ from dragoman.ir.common import ErrorInfo
 from dragoman.ir.common import ErrorKind
 from dragoman.logsafe import logsafe
 from dragoman.mitm import hosts
+from dragoman.mitm import options
 from dragoman.mitm.guards.scrub import Scrubber
 from dragoman.mitm.inbound import mask_headers
 from dragoman.mitm.inbound import mask_whole
 from dragoman.mitm.keymask import KeyMask
+from dragoman.mitm.outbound import CREDENTIAL_HEADERS
 from dragoman.mitm.outbound import rewrite_auth
+from dragoman.mitm.outbound import strip_credentials
 from dragoman.mitm.route_state import Routing
 from dragoman.protocols import Protocol
 from dragoman.protocols import detect
@@ -73,6 +80,14 @@ def models_request(path: str) -> tuple[bool, str | None] | None:
     return None
 
 
+def _cache_key(req: http.Request) -> tuple[str, ...]:
+    """Which cached list a request may get: the same upstream (scheme, host, port, path) asked with the same
+    credential; the credential is kept as a digest, never as the key itself."""
+    secret = "\n".join(req.headers.get(name, "") for name in CREDENTIAL_HEADERS)
+    digest = hashlib.sha256(secret.encode("utf-8", "surrogateescape")).hexdigest()
+    return (req.scheme, req.host, str(req.port), req.path, digest)
+
+
 def option_is_set(name: str) -> bool:
     """The user set ``name`` (``--set``, config file or the console), even to its default value."""
     try:
@@ -89,8 +104,10 @@ class Endpoints:
         self.upstream: Any = None  # translate_addon.Upstream
         self.api_key: str | None = None
         self.model_map: list = []
-        #: flow id -> the client's model-list shape, for forwarded GET /v1/models
-        self.pending: dict[str, Protocol] = {}
+        #: flow id -> the client's model-list shape and the cache key, for forwarded GET /v1/models
+        self.pending: dict[str, tuple[Protocol, tuple[str, ...]]] = {}
+        #: upstream model lists by upstream and credential (``dragoman_models_ttl``)
+        self.models_cache = model_lists.ModelListCache(options.MODELS_TTL_DEFAULT)
         #: forwarded flows carrying credentials until their request is sent
         self.scrubber = Scrubber()
 
@@ -120,6 +137,10 @@ class Endpoints:
                 self.model_map = parse_model_map(list(opts.dragoman_model_map))
             except ValueError:
                 self.model_map = []
+        if "dragoman_models_ttl" in updated and hasattr(opts, "dragoman_models_ttl"):
+            self.models_cache.ttl = max(0, opts.dragoman_models_ttl)
+        if updated & {"dragoman_target", "dragoman_upstream", "dragoman_api_key", "dragoman_models_ttl"}:
+            self.models_cache.clear()  # another upstream, key or lifetime: no list from before stays
         if updated & {"dragoman_target", "dragoman_config", "connection_strategy"}:
             self.ensure_lazy()
 
@@ -177,9 +198,10 @@ class Endpoints:
         self.scrubber.sent(flow)
         if flow.metadata.get(METADATA_KEY) == "count_tokens-forwarded" and not flow.is_replay:
             mask_whole(flow, self._keys())
-        shape = self.pending.pop(flow.id, None)
-        if shape is None or flow.response is None or flow.is_replay:
+        pending = self.pending.pop(flow.id, None)
+        if pending is None or flow.response is None or flow.is_replay:
             return
+        shape, key = pending
         resp = flow.response
         listed = None
         if 200 <= resp.status_code < 300:
@@ -194,6 +216,8 @@ class Endpoints:
                 resp.status_code,
             )
             listed = []
+        else:
+            self.models_cache.put(key, listed)
         merged = model_lists.merge(listed, model_lists.model_map_models(self.model_map))
         body = orjson.dumps(model_lists.model_list(merged, shape))
         if resp.status_code != 200:
@@ -262,9 +286,16 @@ class Endpoints:
         assert target is not None
         self._route(flow, join_endpoint(self.upstream.path if self.upstream else "", "/v1/models"))
         self._rewrite_auth(flow.request, target)
+        key = _cache_key(flow.request)
+        cached = self.models_cache.get(key)
+        if cached is not None:
+            strip_credentials(flow.request)  # answered here: the saved flow keeps no key
+            merged = model_lists.merge(cached, model_lists.model_map_models(self.model_map))
+            self._answer(flow, 200, orjson.dumps(model_lists.model_list(merged, shape)), JSON_CT, "models-cached")
+            return
         self.scrubber.hold(flow)
         flow.request.headers["accept-encoding"] = "identity"
-        self.pending[flow.id] = shape
+        self.pending[flow.id] = (shape, key)
 
     def _count_tokens(self, flow: http.HTTPFlow) -> None:
         raw = flow.request.get_content(strict=False) or b""

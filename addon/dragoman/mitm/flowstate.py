@@ -31,6 +31,8 @@ class FlowState:
     translator: Any = None
     #: an incremental decompressor when the upstream compressed the SSE body anyway
     decompressor: Any = None
+    #: renames an Anthropic upstream's ``mcp__`` tool names back in the stream (``translate.mcp_names``)
+    renamer: Any = None
     #: bytes handed to the client by the stream callable (diagnostics)
     sent: int = 0
     #: the stream callable was called at least once with data
@@ -54,6 +56,10 @@ class FlowState:
     usage_tap: Any = None
     #: the usage of a whole (non-streamed) answer
     whole_usage: Any = None
+    #: stores the finished Responses answer (``responses.state.Ticket``), when it is to be stored
+    ticket: Any = None
+    #: the upstream's id for its answer (``request-id`` / ``x-request-id``), for the log line and the metadata
+    request_id: str = ""
 
     def metadata(self) -> dict[str, Any]:
         """JSON-able summary for ``flow.metadata[METADATA_KEY]``."""
@@ -74,6 +80,8 @@ class FlowState:
             meta["client_name"] = self.client_name
         if self.ctx.adjusted:
             meta["adjusted"] = list(self.ctx.adjusted)
+        if self.request_id:
+            meta["request_id"] = self.request_id
         return meta
 
 

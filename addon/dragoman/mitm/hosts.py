@@ -60,15 +60,23 @@ def bare_path(path: str) -> str:
     return p.rstrip("/") or "/"
 
 
+#: ``flow.metadata`` mark of a transparent-mode connection headed to this machine itself (``direct``): its
+#: destination is the address it went to, never the name in its SNI
+DIRECT_KEY = "dragoman_direct"
+
+
 def destination_host(flow: http.HTTPFlow) -> str:
     """The host the flow's connection really goes to (lower case, no trailing dot), never the Host header:
     the absolute-form URL or CONNECT authority of the explicit proxy, the reverse target, the original
     destination of transparent/WireGuard/local modes — as mitmproxy resolved it into ``request.host``. An IP
     destination reached over TLS is named by the client's SNI, which mitmproxy checks the upstream's
     certificate against (unless ``ssl_insecure``: then the IP stands, as nothing vouches for the name); in
-    reverse mode the SNI names the proxy itself and is not read."""
+    reverse mode the SNI names the proxy itself and is not read, nor on a transparent-mode connection that
+    went straight to this machine (``DIRECT_KEY``, see ``direct``)."""
     host = (flow.request.host or "").lower().rstrip(".")
     sni = flow.client_conn.sni
+    if DIRECT_KEY in flow.metadata:
+        return host
     if sni and flow.client_conn.tls and _is_ip(host) and not is_reverse(flow) and not _insecure():
         return sni.lower().rstrip(".")
     return host

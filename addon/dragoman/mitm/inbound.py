@@ -18,7 +18,10 @@ from dragoman.mitm.faults import deliver_error_answer
 from dragoman.mitm.faults import deliver_final_frame
 from dragoman.mitm.flowstate import FlowState
 from dragoman.mitm.keymask import KeyMask
+from dragoman.protocols import Protocol
 from dragoman.protocols.registry import get_codec
+from dragoman.translate.mcp_names import McpNameStream
+from dragoman.translate.mcp_names import rename_response
 from dragoman.translate.response import UpstreamErrorInBody
 from dragoman.translate.response import error_body
 from dragoman.translate.response import translate_error
@@ -32,6 +35,47 @@ logger = logging.getLogger(__name__)
 
 JSON_CT = "application/json"
 SSE_CT = "text/event-stream; charset=utf-8"
+#: headers every translated stream carries: no cache may keep it, and no proxy in front of Dragoman (nginx's
+#: ``proxy_buffering``, honoured per response through ``X-Accel-Buffering``) may hold it back to the end
+SSE_HEADERS = (("content-type", SSE_CT), ("cache-control", "no-cache"), ("x-accel-buffering", "no"))
+#: the request id header each client protocol's SDK reads (``_request_id``): Anthropic's ``request-id``,
+#: OpenAI's ``x-request-id``; both names are looked for in the upstream's answer
+REQUEST_ID_HEADERS = ("request-id", "x-request-id")
+
+
+def stream_headers(resp: http.Response, translated: bool = True) -> None:
+    """The framing of a stream to the client: its content type, no caching, no buffering by a proxy in front
+    (``x-accel-buffering: no``); a translated body has neither the upstream's length nor its encoding. A
+    pass-through stream (same protocol both sides) keeps the upstream's headers and gains only
+    ``x-accel-buffering: no``."""
+    if not translated:
+        resp.headers["x-accel-buffering"] = "no"
+        return
+    resp.headers.pop("content-length", None)
+    resp.headers.pop("content-encoding", None)
+    for name, value in SSE_HEADERS:
+        resp.headers[name] = value
+
+
+def upstream_request_id(resp: http.Response) -> str | None:
+    """The id the upstream gave this answer (``request-id`` or ``x-request-id``), if any."""
+    for name in REQUEST_ID_HEADERS:
+        value = resp.headers.get(name, "").strip()
+        if value:
+            return value
+    return None
+
+
+def carry_request_id(resp: http.Response, state: FlowState) -> None:
+    """The upstream's request id reaches the client under the header its own SDK reads (the upstream's header
+    is kept too), and is remembered for the flow's log line."""
+    rid = upstream_request_id(resp)
+    if rid is None:
+        return
+    state.request_id = rid
+    name = "request-id" if state.plan.client is Protocol.ANTHROPIC_MESSAGES else "x-request-id"
+    if name not in resp.headers:
+        resp.headers[name] = rid
 
 
 def install_stream(flow: http.HTTPFlow, state: FlowState, track_usage: bool = False, max_event: int = 0) -> bool:
@@ -41,10 +85,14 @@ def install_stream(flow: http.HTTPFlow, state: FlowState, track_usage: bool = Fa
     resp = flow.response
     assert resp is not None
     plan = state.plan
+    names = state.ctx.extra.get("mcp_names")
+    if names:
+        state.renamer = McpNameStream(names)
     if plan.identity:
         state.translator = PassThrough()
         if track_usage:
             state.usage_tap = PassThroughUsage(plan.upstream, state.ctx, max_event)
+        stream_headers(resp, translated=False)
         return True
     encoding = resp.headers.get("content-encoding", "identity").lower().strip()
     if encoding in ("gzip", "x-gzip", "deflate"):
@@ -56,11 +104,9 @@ def install_stream(flow: http.HTTPFlow, state: FlowState, track_usage: bool = Fa
     if track_usage:
         decoder = state.usage_tap = UsageTap(decoder)
     state.translator = StreamTranslator(decoder, get_codec(plan.client).stream_encoder(state.ctx), max_event)
-    resp.headers.pop("content-length", None)
-    resp.headers.pop("content-encoding", None)
+    stream_headers(resp)
     if resp.http_version.startswith("HTTP/1"):
         resp.headers["transfer-encoding"] = "chunked"
-    resp.headers["content-type"] = SSE_CT
     return True
 
 
@@ -70,6 +116,8 @@ def stream_callable(
     translator = state.translator
     beside = state.usage_tap if isinstance(state.usage_tap, PassThroughUsage) else None
     masker = keys.stream() if keys else None
+    ticket = state.ticket
+    renamer = state.renamer
 
     def on_chunk(data: bytes) -> bytes | list[bytes]:
         # Never raises, never returns b"" for a data chunk (that would end the client's body).
@@ -82,11 +130,17 @@ def stream_callable(
                     data = state.decompressor.decompress(data)
                     if not data:
                         return []
+                if renamer is not None:
+                    data = renamer.feed(data)
+                    if not data:
+                        return []
                 out = translator.feed(data)
                 if beside is not None:
                     beside.feed(data)
             else:
                 out = _finish(state)
+            if ticket is not None:  # stored before the end of the answer reaches the client
+                ticket.offer_stream(state, data)
         except Exception as e:  # noqa: BLE001 - an exception here kills the client connection
             logger.exception("flow %s: stream callable failed", flow_id)
             out = _fail(translator, f"Dragoman stream failure: {type(e).__name__}", ErrorKind.API_ERROR, 500)
@@ -107,7 +161,12 @@ def _finish(state: FlowState) -> bytes:
         rest = state.decompressor.flush()
         state.decompressor = None
         if rest:
-            out = translator.feed(rest)
+            out = translator.feed(rest if state.renamer is None else state.renamer.feed(rest))
+    if state.renamer is not None:
+        rest = state.renamer.close()
+        state.renamer = None
+        if rest:
+            out += translator.feed(rest)
     if state.relay_failure is not None:
         # the relay ended its body cleanly after an upstream fault: say what happened, in the client's protocol
         message, timed_out = state.relay_failure
@@ -169,6 +228,24 @@ def error_answer(flow: http.HTTPFlow, state: FlowState, message: str) -> bool:
     return True
 
 
+def rename_back_whole(flow: http.HTTPFlow, state: FlowState) -> None:
+    """A whole 2xx answer from an Anthropic upstream names the tools as the client named them
+    (``dragoman_mcp_prefix``, ``translate.mcp_names``), before it is translated or passed on."""
+    names = state.ctx.extra.get("mcp_names")
+    resp = flow.response
+    if not names or resp is None or not 200 <= resp.status_code < 300:
+        return
+    body = resp.get_content(strict=False) or b""
+    if resp.headers.get("content-type", "").lower().startswith("text/event-stream"):
+        renamer = McpNameStream(names)
+        out = renamer.feed(body) + renamer.close()
+    else:
+        out = rename_response(body, names)
+    if out != body:
+        resp.headers.pop("content-encoding", None)
+        resp.content = out
+
+
 def translate_whole(flow: http.HTTPFlow, state: FlowState) -> None:
     resp = flow.response
     assert resp is not None
@@ -212,7 +289,10 @@ def translate_whole(flow: http.HTTPFlow, state: FlowState) -> None:
         resp.reason = status_codes.RESPONSES.get(status, "")
     resp.headers.pop("content-encoding", None)
     resp.headers.pop("transfer-encoding", None)
-    resp.headers["content-type"] = content_type if content_type == JSON_CT else SSE_CT
+    if content_type == JSON_CT:
+        resp.headers["content-type"] = JSON_CT
+    else:
+        stream_headers(resp)
     resp.content = out
 
 
@@ -248,8 +328,9 @@ def log_done(flow: http.HTTPFlow, state: FlowState, status: int) -> None:
     how = "stream" if state.translator is not None else ("stream requested, JSON answered" if state.stream else "json")
     via = f" via {state.upstream_name}" if state.upstream_name else ""
     tries = f", {len(state.attempts)} attempts" if len(state.attempts) > 1 else ""
+    rid = f", request id {state.request_id}" if state.request_id else ""
     logger.info(
-        "flow %s: %s -> %s%s, model %s, status %d, %s%s",
+        "flow %s: %s -> %s%s, model %s, status %d, %s%s%s",
         flow.id,
         plan.client.value,
         plan.upstream.value,
@@ -258,6 +339,7 @@ def log_done(flow: http.HTTPFlow, state: FlowState, status: int) -> None:
         status,
         how,
         tries,
+        logsafe(rid, 200),
     )
     log_dropped(flow, state)
 

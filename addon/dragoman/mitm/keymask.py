@@ -16,12 +16,15 @@ MIN_LENGTH = 8
 class KeyMask:
     """The set of secrets to mask; ``mask`` for a whole body, ``stream()`` for a body that arrives in pieces."""
 
-    __slots__ = ("secrets",)
+    __slots__ = ("secrets", "tail_bytes")
 
     def __init__(self, keys: Iterable[str] = ()) -> None:
         found = {k.encode() for k in keys if k and len(k) >= MIN_LENGTH}
         #: longest first, so a key that contains another is masked whole
         self.secrets: tuple[bytes, ...] = tuple(sorted(found, key=len, reverse=True))
+        #: the bytes a piece can end in while ending in the beginning of a key: any other last byte (an SSE
+        #: event's newline) holds nothing back, without looking for a partial key at all
+        self.tail_bytes = frozenset(b for s in self.secrets for b in s[:-1])
 
     def __bool__(self) -> bool:
         return bool(self.secrets)
@@ -55,8 +58,11 @@ class StreamMask:
         if self.held:
             data = self.held + data
             self.held = b""
-        data = self.keys.mask(data)
-        hold = max((_partial_tail(data, s) for s in self.keys.secrets), default=0)
+        keys = self.keys
+        data = keys.mask(data)
+        if not data or data[-1] not in keys.tail_bytes:
+            return data
+        hold = max((_partial_tail(data, s) for s in keys.secrets), default=0)
         if hold:
             self.held = data[-hold:]
             data = data[:-hold]

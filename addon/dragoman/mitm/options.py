@@ -103,6 +103,29 @@ def declare_behaviour(loader: Any) -> None:
         "connection and ends the client's stream with an error event in its protocol. 0 disables it.",
     )
     loader.add_option(
+        "dragoman_models_ttl",
+        int,
+        MODELS_TTL_DEFAULT,
+        "Seconds an upstream's model list (GET /v1/models, merged with the model map's names) is kept and "
+        "answered from memory, per upstream and credential. 0: every list request goes upstream.",
+    )
+    loader.add_option(
+        "dragoman_keep_images",
+        int,
+        0,
+        "Keep only the N most recent images of a conversation (in user turns and tool results, e.g. the "
+        "screenshots of a computer-use or browser loop); older ones become the text "
+        "'[image removed to save context]' and are reported as dropped. 0: every image is sent.",
+    )
+    loader.add_option(
+        "dragoman_mcp_prefix",
+        bool,
+        False,
+        "For an Anthropic upstream: send tool names starting with a single mcp_ as mcp__... (the prefix "
+        "Anthropic subscription (OAuth) credentials expect) in tool definitions, tool_choice and the history, "
+        "and rename them back in the answer, whole or streamed. Names already starting with mcp__ are never touched.",
+    )
+    loader.add_option(
         "dragoman_chat_reasoning",
         str,
         "reasoning_content",
@@ -130,12 +153,32 @@ def declare_sharing(loader: Any) -> None:
         "it with `python -m dragoman usage`): a file path, sqlite://PATH or redis://HOST:PORT/DB (shared by "
         "several Dragoman processes). Empty: $DRAGOMAN_LEDGER, else ~/.dragoman/usage.sqlite3. off: no ledger.",
     )
+    loader.add_option(
+        "dragoman_responses_store",
+        str,
+        "",
+        "Where Responses answers are kept so previous_response_id and GET/DELETE /v1/responses/{id} work toward "
+        "any upstream (docs/responses-state.md): a file path, sqlite://PATH or redis://HOST:PORT/DB (shared by "
+        "several Dragoman instances). Empty: $DRAGOMAN_RESPONSES_STORE, else ~/.dragoman/responses.sqlite3. "
+        "off: none (previous_response_id then works toward a Responses upstream only).",
+    )
+    loader.add_option(
+        "dragoman_responses_ttl", str, "30d", "How long a stored response is kept (30d, 12h, or seconds)."
+    )
+    loader.add_option(
+        "dragoman_responses_max_size",
+        str,
+        "1g",
+        "The response store's size cap (bytes; k, m, g suffixes); past it the oldest responses go first.",
+    )
 
 
 #: defaults of the size caps (``declare_limits``); the README's Security section explains the choice
 MAX_BODY_DEFAULT = "64m"
 MAX_INFLATE_RATIO_DEFAULT = 100
 MAX_SSE_EVENT_DEFAULT = "8m"
+#: seconds an upstream's model list is kept (``dragoman_models_ttl``), as the adapter guide suggests
+MODELS_TTL_DEFAULT = 300
 
 
 def declare_limits(loader: Any) -> None:

@@ -1,7 +1,8 @@
 """Where a translated request goes and which credentials it carries: the flow's URL, auth and headers.
 
 The rule for keys: when the upstream has keys of its own, none of the client's credentials for any provider
-leave (the headers in ``CREDENTIAL_HEADERS``, the query parameters in ``CREDENTIAL_PARAMS``, cookies);
+leave (every header and query parameter with a credential's name: ``dragoman.record.secret_names``, the one
+list that recordings redact too; cookies);
 otherwise the client's own key moves to the upstream protocol's header (``x-api-key`` +
 ``anthropic-version`` for Anthropic, ``Authorization: Bearer`` for OpenAI).
 """
@@ -15,6 +16,8 @@ from urllib.parse import urlencode
 from mitmproxy import http
 
 from dragoman.protocols import Protocol
+from dragoman.record.secret_names import is_secret_header
+from dragoman.record.secret_names import is_secret_query
 from dragoman.routing.url import UpstreamURL
 from dragoman.routing.url import default_path
 from dragoman.routing.url import join_endpoint
@@ -22,10 +25,9 @@ from dragoman.routing.url import join_endpoint
 ANTHROPIC_VERSION = "2023-06-01"
 #: client headers that carry credentials
 AUTH_HEADERS = ("x-api-key", "authorization")
-#: headers that carry a credential for some provider (Anthropic, OpenAI, Azure OpenAI, Google) or a proxy
+#: headers that carry a credential for some provider (Anthropic, OpenAI, Azure OpenAI, Google) or a proxy; the
+#: rule is ``secret_names.is_secret_header`` (the one list recordings redact too): these are examples of it
 CREDENTIAL_HEADERS = (*AUTH_HEADERS, "api-key", "x-goog-api-key", "proxy-authorization", "cookie")
-#: query parameters that carry a credential (matched case-insensitively)
-CREDENTIAL_PARAMS = frozenset({"key", "api_key", "api-key", "apikey", "access_token", "token", "auth_token"})
 #: headers never copied from the client's request to a relayed attempt
 NOT_RELAYED = frozenset(
     {
@@ -44,8 +46,23 @@ NOT_RELAYED = frozenset(
         *AUTH_HEADERS,
     }
 )
-#: not relayed either when the attempt carries a configured key
-NOT_RELAYED_KEYED = NOT_RELAYED | frozenset(CREDENTIAL_HEADERS)
+
+
+def is_credential_header(name: str) -> bool:
+    """A header that carries a credential (``authorization``, ``x-api-key``, ``cookie``, ``*-api-key``...)."""
+    return is_secret_header(name)
+
+
+def pop_credential_headers(headers: http.Headers) -> list[str]:
+    """Remove every credential header; returns their names (lower case, first occurrence order)."""
+    names: list[str] = []
+    for raw, _ in headers.fields:  # not ``headers.keys()``: each of its names is looked up again (quadratic)
+        low = raw.decode("latin-1").lower()
+        if low not in names and is_credential_header(low):
+            names.append(low)
+    for name in names:
+        headers.pop(name, None)
+    return names
 
 
 def client_key(headers: http.Headers) -> str | None:
@@ -95,9 +112,7 @@ def rewrite_auth(req: http.Request, target: Protocol, key: str | None) -> None:
 
 def strip_credentials(req: http.Request) -> list[str]:
     """Remove every credential header and query parameter from ``req``; returns the names removed."""
-    removed = [name for name in CREDENTIAL_HEADERS if name in req.headers]
-    for name in removed:
-        req.headers.pop(name, None)
+    removed = pop_credential_headers(req.headers)
     path, sep, query = req.path.partition("?")
     if sep:
         kept, dropped = clean_query(query)
@@ -110,10 +125,10 @@ def strip_credentials(req: http.Request) -> list[str]:
 def clean_query(query: str) -> tuple[str, list[str]]:
     """``query`` without credential parameters (untouched when it has none), and the names dropped."""
     pairs = parse_qsl(query, keep_blank_values=True)
-    dropped = [k for k, _ in pairs if k.lower() in CREDENTIAL_PARAMS]
+    dropped = [k for k, _ in pairs if is_secret_query(k)]
     if not dropped:
         return query, []
-    return urlencode([(k, v) for k, v in pairs if k.lower() not in CREDENTIAL_PARAMS]), dropped
+    return urlencode([(k, v) for k, v in pairs if not is_secret_query(k)]), dropped
 
 
 def set_auth(headers: http.Headers, target: Protocol, key: str | None) -> None:
@@ -123,7 +138,8 @@ def set_auth(headers: http.Headers, target: Protocol, key: str | None) -> None:
         if key:
             headers["x-api-key"] = key
     else:
-        for name in [n for n in headers.keys() if n.lower().startswith("anthropic-")]:
+        found = {raw.decode("latin-1").lower() for raw, _ in headers.fields}  # ``keys()`` is quadratic
+        for name in [n for n in found if n.startswith("anthropic-")]:
             headers.pop(name, None)
         if key:
             headers["authorization"] = f"Bearer {key}"
@@ -137,10 +153,9 @@ def relayed_headers(
     out: list[tuple[str, str]] = []
     anthropic = target is Protocol.ANTHROPIC_MESSAGES
     has_version = False
-    dropped = NOT_RELAYED_KEYED if configured else NOT_RELAYED
     for name, value in client_headers:
         low = name.lower()
-        if low in dropped:
+        if low in NOT_RELAYED or (configured and is_credential_header(low)):
             continue
         if low.startswith("anthropic-"):
             if not anthropic:

@@ -2,7 +2,7 @@
 
 request          -> route (the model picks a route: the routes file, or the single-upstream shorthand),
                     translate the body, set URL and key; an invalid client body is answered 400 in the
-                    client's shape. A streamed request from a plain-HTTP/1.1 client with one possible
+                    client's shape. A request (streamed or not) from a plain-HTTP/1.1 client with one possible
                     attempt is forwarded by mitmproxy itself; every other flow goes through the ``Relay``
                     (failover before the first byte, faults framed for TLS and HTTP/2 clients).
 responseheaders  -> for a 2xx ``text/event-stream`` answer, install the stream callable (``inbound``)
@@ -88,7 +88,7 @@ class Translate(TranslateConfig):
         if client is None:
             return
         try:
-            cr = decode_client_request(flow.request.get_content(strict=False) or b"", client)
+            cr = decode_client_request(flow.request.get_content(strict=False) or b"", client, self.keep_images)
         except TranslationError as e:
             self._reject(flow, client, e.to_error_info())
             return
@@ -105,6 +105,12 @@ class Translate(TranslateConfig):
                 self._reject(flow, client, self._no_route(cr.client_model))
                 return
             route, candidates = found.match, self.routing.router.candidates(found, cr.client_model)
+            if client is Protocol.OPENAI_RESPONSES:  # previous_response_id, and what storing the answer needs
+                prepared = self.responses.prepare(flow, cr, candidates, self.routed)
+                if isinstance(prepared, ErrorInfo):
+                    self._reject(flow, client, prepared)
+                    return
+                cr = prepared
         if all(c.upstream.protocol is not client for c in candidates):
             # every attempt is translated: the client's bytes are not needed any more, so a large body is
             # held as its parsed text plus the translated body, not three times (issue 23, 3(e))
@@ -112,12 +118,13 @@ class Translate(TranslateConfig):
             flow.request.content = b""
         single = len(candidates) == 1 and len(candidates[0].upstream.keys) <= 1
         held = self.gate.held.token(flow) is not None  # its connection goes to the relay already (``held``)
-        if override or not self.relay.port or (single and cr.stream and _plain_http1(flow) and not held):
+        if override or not self.relay.port or (single and _plain_http1(flow) and not held):
             # mitmproxy forwards the flow itself: a replayed flow (to the Replayer's own server), no running
-            # relay (unit tests with taddons), or a streamed request from a plain-HTTP/1.1 client with one
-            # possible attempt, where the addon can still finish the client's body after an upstream fault
-            # (``faults``) and answer a refused connection in JSON (``error``) — and the loopback hop's cost
-            # (measured: 9-16 µs of mitmdump CPU per streamed event) is saved
+            # relay (unit tests with taddons), or a request from a plain-HTTP/1.1 client with one possible
+            # attempt (nothing to fail over to), where the addon can still answer a refused or dropped upstream
+            # in JSON and finish the client's stream after an upstream fault (``faults``, from ``error``) —
+            # and the loopback hop's cost is saved (measured: 9-16 µs of mitmdump CPU per streamed event,
+            # about 1 ms per short request, issue 31)
             if not single:
                 self._reject(
                     flow, client, _internal("Dragoman's relay is not running (failover needs mitmproxy running)")
@@ -140,6 +147,7 @@ class Translate(TranslateConfig):
             profile=upstream_profile(up, flow.request.host, flow.request.port),
             model_limits=config.model_limits(up.name, model) if config is not None else None,
             anthropic_cache=anthropic_cache(up, flow.request.host),
+            mcp_prefix=self.mcp_prefix,
         )
 
     def _encode(self, flow: http.HTTPFlow, cr: ClientRequest, plan: Plan, tctx: Context, model: str) -> bytes | None:
@@ -157,6 +165,7 @@ class Translate(TranslateConfig):
     ) -> FlowState:
         state = FlowState(plan, tctx, cr.client_model, cand.model, cr.stream)
         state.client_name = str(flow.metadata.get(CLIENT_METADATA_KEY, ""))
+        state.ticket = cr.state_ticket
         if self.routed:
             state.route, state.upstream_name = route, cand.upstream.name
         return state
@@ -177,7 +186,7 @@ class Translate(TranslateConfig):
         self.scrubber.hold(flow)  # the credentials leave the flow once the request is sent
         headers = flow.request.headers
         headers["accept-encoding"] = "identity"
-        if body is not cr.raw:
+        if body is not cr.raw or cr.rewritten:
             headers.pop("content-encoding", None)
             headers.pop("transfer-encoding", None)
             flow.request.content = body
@@ -210,8 +219,7 @@ class Translate(TranslateConfig):
             state.relay_token = self.relay.register(job)
         self.flows.put(flow.id, state)
         req = flow.request
-        for name in outbound.CREDENTIAL_HEADERS:  # the relay job holds what each attempt sends
-            req.headers.pop(name, None)
+        outbound.pop_credential_headers(req.headers)  # the relay job holds what each attempt sends
         req.scheme, req.host, req.port = "http", "127.0.0.1", self.relay.port
         req.path = "/" + state.relay_token
         req.headers["accept-encoding"] = "identity"
@@ -230,6 +238,7 @@ class Translate(TranslateConfig):
             return
         resp = flow.response
         inbound.mask_headers(resp, self.keys)
+        inbound.carry_request_id(resp, state)
         if state.upstream_name:
             resp.headers[ROUTE_HEADER] = f"{state.upstream_name}/{state.upstream_model}"
         if not 200 <= resp.status_code < 300:
@@ -249,10 +258,15 @@ class Translate(TranslateConfig):
             return
         if flow.is_replay:
             return
+        inbound.carry_request_id(flow.response, state)
         if state.translator is None and self.usage.on and 200 <= flow.response.status_code < 300:
             whole_usage(state, flow.response.get_content(strict=False) or b"")
+        if state.translator is None:
+            inbound.rename_back_whole(flow, state)
         if state.translator is None and not state.plan.identity:
             inbound.translate_whole(flow, state)
+        if state.ticket is not None and state.translator is None and 200 <= flow.response.status_code < 300:
+            state.ticket.offer_whole(state, flow.response.get_content(strict=False) or b"")
         inbound.mask_whole(flow, self.keys)
         self._show_upstream(flow, state)
         flow.metadata[METADATA_KEY] = state.metadata()

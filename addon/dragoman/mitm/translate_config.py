@@ -24,6 +24,9 @@ from dragoman.mitm.guards.limits import parse_size
 from dragoman.mitm.guards.scrub import Scrubber
 from dragoman.mitm.keymask import KeyMask
 from dragoman.mitm.relay.relay import Relay
+from dragoman.mitm.responses.state import RESPONSES_OPTIONS
+from dragoman.mitm.responses.state import ResponsesState
+from dragoman.mitm.responses.state import configure_responses
 from dragoman.mitm.route_state import Routing
 from dragoman.mitm.usage import UsageBook
 from dragoman.protocols import Protocol
@@ -57,6 +60,7 @@ class TranslateConfig:
         self.match: Any = None  # a compiled flowfilter, or None for the default
         self.routing = Routing()
         self.usage = UsageBook()
+        self.responses = ResponsesState()
         self.relay = Relay()
         #: the request-body caps, listed first among the addons (``limits``)
         self.gate = BodyGate(self)
@@ -72,6 +76,10 @@ class TranslateConfig:
         self.max_body = human.parse_size(options.MAX_BODY_DEFAULT) or 0
         self.max_inflate_ratio = options.MAX_INFLATE_RATIO_DEFAULT
         self.max_sse_event = human.parse_size(options.MAX_SSE_EVENT_DEFAULT) or 0
+        #: keep only this many most recent images per request (``dragoman_keep_images``; 0: all)
+        self.keep_images = 0
+        #: rename single-underscore ``mcp_`` tools for an Anthropic upstream (``dragoman_mcp_prefix``)
+        self.mcp_prefix = False
 
     # -- options
 
@@ -88,6 +96,13 @@ class TranslateConfig:
                 )
             self.idle_timeout = opts.dragoman_idle_timeout
         self._configure_limits(updated)
+        for name in ("dragoman_models_ttl", "dragoman_keep_images"):
+            if name in updated and getattr(opts, name) < 0:
+                raise exceptions.OptionsError(f"Invalid {name} {getattr(opts, name)}: give an integer >= 0 (0: off)")
+        if "dragoman_keep_images" in updated:
+            self.keep_images = opts.dragoman_keep_images
+        if "dragoman_mcp_prefix" in updated:
+            self.mcp_prefix = bool(opts.dragoman_mcp_prefix)
         # mitmproxy enforces `choices` only on its command line, not for --set or the options API
         for name, allowed in options.CHOICES.items():
             if name in updated and getattr(opts, name) not in allowed:
@@ -110,6 +125,8 @@ class TranslateConfig:
                 self.usage.open(opts.dragoman_ledger)
             except LedgerError as e:
                 raise exceptions.OptionsError(f"Cannot use dragoman_ledger: {e}") from e
+        if updated & RESPONSES_OPTIONS:
+            configure_responses(self.responses)
 
     def _configure_limits(self, updated: set[str]) -> None:
         opts = ctx.options
@@ -197,6 +214,7 @@ class TranslateConfig:
         self.routing.stop_watching()
         self.relay.stop()
         self.usage.close()
+        self.responses.close()
 
     def warn_deferred(self) -> None:
         """Unknown ``--set dragoman_*`` names are deferred silently by mitmproxy: they are typos."""

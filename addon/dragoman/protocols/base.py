@@ -61,6 +61,11 @@ class Context:
     anthropic_cache: str = "off"
     #: what the translation changed on purpose (e.g. ``max_tokens 32000 -> 8192``), for one log line
     adjusted: list[str] = field(default_factory=list)
+    #: how the upstream serves the hosted web search the request offers (``dragoman.ir.search.SEARCH_*``),
+    #: set by the upstream's request encoder; None: no search offered
+    search: str | None = None
+    #: an Anthropic upstream gets single-underscore ``mcp_`` tool names as ``mcp__`` (``translate.mcp_names``)
+    mcp_prefix: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
     def estimate_input_tokens(self) -> int | None:

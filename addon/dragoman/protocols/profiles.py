@@ -43,6 +43,11 @@ DUMMY_SIGNATURE = "dummy_thought_signature"  # Gemini's documented skip signatur
 
 GEMINI_SKIP_SIGNATURE = "skip_thought_signature_validator"
 
+#: how a Chat upstream runs a hosted web search (``openai_chat.search``)
+SEARCH_NONE = ""  # it cannot: the client gets its protocol's "search unavailable" result
+SEARCH_OPTIONS = "web_search_options"  # OpenAI's search models (``search_models``): ``web_search_options``
+SEARCH_OPENROUTER = "openrouter:web_search"  # OpenRouter's server tool, for any model
+
 
 @dataclass(frozen=True, slots=True)
 class Profile:
@@ -64,6 +69,10 @@ class Profile:
     max_tokens_field: str = ""
     #: the provider takes OpenAI's ``prompt_cache_key`` / ``prompt_cache_retention`` (``protocols._cache``)
     cache_key: bool = False
+    #: how the provider runs a hosted web search (``SEARCH_*``); ``search_models``: the model globs that can
+    #: (empty: every model)
+    web_search: str = SEARCH_NONE
+    search_models: tuple[str, ...] = ()
     #: hosts (exact, or a suffix after a dot) and ports that identify the provider
     hosts: tuple[str, ...] = ()
     ports: tuple[int, ...] = ()
@@ -81,11 +90,14 @@ PROFILES: dict[str, Profile] = {
         GENERIC,
         Profile(
             "openai",
-            "OpenAI: reasoning_effort; reasoning text is never sent back (OpenAI rejects unknown message fields)",
+            "OpenAI: reasoning_effort; reasoning text is never sent back (OpenAI rejects unknown message fields); "
+            "web search with web_search_options on its search models",
             efforts=("none", "minimal", "low", "medium", "high", "xhigh"),
             echo="",
             max_tokens_field="max_completion_tokens",
             cache_key=True,
+            web_search=SEARCH_OPTIONS,
+            search_models=("*search*",),
             hosts=("api.openai.com",),
         ),
         Profile(
@@ -118,9 +130,11 @@ PROFILES: dict[str, Profile] = {
         ),
         Profile(
             "openrouter",
-            "OpenRouter: reasoning {effort|max_tokens}; reasoning_details and reasoning_content sent back",
+            "OpenRouter: reasoning {effort|max_tokens}; reasoning_details and reasoning_content sent back; "
+            "web search by its openrouter:web_search server tool",
             ask=ASK_OPENROUTER,
             efforts=("minimal", "low", "medium", "high"),
+            web_search=SEARCH_OPENROUTER,
             hosts=("openrouter.ai",),
         ),
         Profile(

@@ -11,8 +11,9 @@ What counts as a credential is ONE list, in ``dragoman.record.secret_names`` (re
   any depth; ``max_tokens``, ``input_tokens``, ``prompt_cache_key``, a logprobs ``token``, a thinking
   ``signature`` and tool schemas are not touched. The user's names (a bare name matches at any depth, a
   dotted path from the top) replace any value;
-* every secret VALUE seen in a redacted place (the key behind ``Bearer``, a cookie, a password field) is
-  then scrubbed wherever else it appears: in bodies with a same-length mask (so recorded chunk offsets stay
+* every secret VALUE seen in a redacted place (the key behind ``Bearer``, a cookie, a password field), and
+  every key Dragoman holds (``add_secrets``: configured upstream keys, client keys), is then scrubbed wherever
+  else it appears, whole and streamed bodies through the same ``StreamMask``: in bodies with a same-length mask (so recorded chunk offsets stay
   valid; ``StreamMask`` does it chunk by chunk for a body written as it streams), in the final text with
   ``REDACTED``.
 """
@@ -54,6 +55,13 @@ class Redactor:
         self._fields = {n.lower() for n in names if "." not in n}
         self._paths = [n.split(".") for n in names if "." in n]
         self.secrets: set[str] = set()
+
+    def add_secrets(self, values: Iterable[str]) -> None:
+        """Values to mask wherever they appear even though no redacted place showed them (the configured keys:
+        a relayed request leaves without them, and an upstream may quote one in an error body)."""
+        for value in values:
+            if len(value) >= MIN_SECRET_LEN:
+                self.secrets.add(value)
 
     def _remember(self, value: str) -> None:
         value = value.strip()
@@ -128,12 +136,10 @@ class Redactor:
         return StreamMask(self.secrets)
 
     def body_bytes(self, data: bytes) -> bytes:
-        """Mask known secret values in raw bytes with a same-length mask (chunk offsets stay valid)."""
-        for s in self.secrets:
-            b = s.encode("utf-8")
-            if b in data:
-                data = data.replace(b, MASK.encode() * len(b))
-        return data
+        """Mask known secret values in a whole body with a same-length mask (chunk offsets stay valid): the
+        streamed bodies' code path (``mask``), fed the body in one piece."""
+        masker = self.mask()
+        return masker.feed(data) + masker.flush()
 
     def text(self, text: str) -> str:
         """Final pass over the serialized recording: no secret value survives, JSON-escaped or not."""

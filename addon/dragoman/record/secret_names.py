@@ -24,6 +24,7 @@ string or a number, so a tool schema's ``properties.password`` (an object) stays
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 CREDENTIAL_NAMES = frozenset(
     {
@@ -77,6 +78,7 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _SEP = re.compile(r"[-.\s]+")
 
 
+@lru_cache(maxsize=4096)
 def normal(name: str) -> str:
     """``X-Api-Key`` -> ``x_api_key``, ``clientSecret`` -> ``client_secret``."""
     return _SEP.sub("_", _CAMEL.sub("_", name.strip())).lower()

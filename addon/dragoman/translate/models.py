@@ -8,6 +8,9 @@ Anthropic: ``{"data": [{"type": "model", "id", "display_name", "created_at": RFC
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Callable
+from collections.abc import Hashable
 from collections.abc import Iterable
 from collections.abc import Mapping
 from datetime import UTC
@@ -125,6 +128,42 @@ def model_map_models(rules: Iterable[ModelRule]) -> list[ModelInfo]:
 
 
 def merge(models: list[ModelInfo], extra: Iterable[ModelInfo]) -> list[ModelInfo]:
-    """``models`` followed by the ``extra`` ids they lack (the model map's aliases after the upstream's list)."""
-    have = {m.id for m in models}
-    return models + [m for m in extra if m.id not in have]
+    """``models`` followed by the ``extra`` ids they lack (the model map's aliases after the upstream's list),
+    each id once (the first entry for an id wins, so an upstream's own duplicate goes too)."""
+    seen: dict[str, ModelInfo] = {}
+    for m in (*models, *extra):
+        seen.setdefault(m.id, m)
+    return list(seen.values())
+
+
+class ModelListCache:
+    """Upstream model lists kept ``ttl`` seconds, per key (the upstream and the credential asking, see
+    ``Endpoints``); ``ttl`` 0 keeps nothing. ``clock`` is injected (monotonic seconds) so tests can move time."""
+
+    def __init__(self, ttl: float = 300, clock: Callable[[], float] = time.monotonic, max_entries: int = 64) -> None:
+        self.ttl = ttl
+        self.clock = clock
+        self.max_entries = max_entries
+        self._entries: dict[Hashable, tuple[float, list[ModelInfo]]] = {}
+
+    def get(self, key: Hashable) -> list[ModelInfo] | None:
+        entry = self._entries.get(key)
+        if entry is None:
+            return None
+        if self.ttl <= 0 or self.clock() >= entry[0]:
+            del self._entries[key]
+            return None
+        return list(entry[1])
+
+    def put(self, key: Hashable, models: list[ModelInfo]) -> None:
+        if self.ttl <= 0:
+            return
+        if key not in self._entries and len(self._entries) >= self.max_entries:
+            del self._entries[next(iter(self._entries))]  # the oldest entry goes first
+        self._entries[key] = (self.clock() + self.ttl, list(models))
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+    def __len__(self) -> int:
+        return len(self._entries)

@@ -17,7 +17,11 @@ from dragoman.ir.request import Request
 from dragoman.protocols import Protocol
 from dragoman.protocols._wire import parse_client_json
 from dragoman.protocols.base import Context
+from dragoman.protocols.openai_responses.request_decode import EXTRA_PREVIOUS
 from dragoman.protocols.registry import get_codec
+from dragoman.translate.images import dropped_name
+from dragoman.translate.images import keep_recent_images
+from dragoman.translate.mcp_names import rename_request
 from dragoman.translate.model_limits import check_window
 from dragoman.translate.model_limits import clamp
 from dragoman.translate.model_limits import clamp_body
@@ -42,6 +46,10 @@ class ClientRequest:
     input_tokens_estimate: int | None = None
     #: the output limit the client asked for (``request.max_tokens`` may be clamped per attempt)
     max_tokens: int | None = None
+    #: what storing the answer needs (``dragoman.mitm.responses.state.Ticket``), for a stored Responses request
+    state_ticket: Any = None
+    #: ``raw`` is not the client's body as it came (older images replaced, ``translate.images``)
+    rewritten: bool = False
 
 
 @dataclass(slots=True)
@@ -65,14 +73,22 @@ def too_deep(e: BaseException) -> ClientRequestError:
     )
 
 
-def decode_client_request(body: bytes, client: Protocol) -> ClientRequest:
-    """Raises ``ClientRequestError`` (400 in the client's shape) for an invalid client request."""
+def decode_client_request(body: bytes, client: Protocol, keep_images: int = 0) -> ClientRequest:
+    """Raises ``ClientRequestError`` (400 in the client's shape) for an invalid client request.
+
+    ``keep_images`` > 0: only that many most recent images stay (``translate.images``); the others are
+    replaced in the client's JSON first, so a same-protocol upstream gets the trimmed body too."""
     obj = parse_client_json(body)
+    replaced = keep_recent_images(obj, client, keep_images)
+    if replaced:
+        body = orjson.dumps(obj)
     try:
         req = get_codec(client).decode_request(obj)
     except RecursionError as e:
         raise too_deep(e) from None
-    return ClientRequest(body, obj, req, req.model, req.stream, max_tokens=req.max_tokens)
+    if replaced:
+        req.dropped.add(dropped_name(replaced, keep_images))
+    return ClientRequest(body, obj, req, req.model, req.stream, max_tokens=req.max_tokens, rewritten=bool(replaced))
 
 
 def client_estimate(cr: ClientRequest, client: Protocol) -> int:
@@ -108,11 +124,28 @@ def _encode(cr: ClientRequest, plan: Plan, ctx: Context, model: str) -> bytes:
     if req.n is not None and req.n > 1 and plan.upstream is not Protocol.OPENAI_CHAT:
         raise UnsupportedFeatureError("n > 1 (several choices) is not supported by the translated upstream")
     req.model = model
+    if not plan.identity and req.extra.get(EXTRA_PREVIOUS):
+        raise ClientRequestError(
+            f"previous_response_id toward a {plan.upstream.value} upstream needs Dragoman's response store "
+            "(dragoman_responses_store is off): send the whole conversation in `input` instead"
+        )
     ctx.request = req
     ctx.estimate = lambda: client_estimate(cr, plan.client)
     estimate = check_window(ctx, model)
+    ctx.search = None  # set by the upstream's encoder (an earlier attempt's upstream may have been another)
     for name in req.dropped.fields:
         ctx.dropped.add(name)
+    body = _encode_body(cr, plan, ctx, model, estimate)
+    if ctx.mcp_prefix and plan.upstream is Protocol.ANTHROPIC_MESSAGES:
+        # the names go up as mcp__...; the answer's way back renames them (``ctx.extra["mcp_names"]``)
+        body, back = rename_request(body)
+        if back:
+            ctx.extra["mcp_names"] = back
+    return body
+
+
+def _encode_body(cr: ClientRequest, plan: Plan, ctx: Context, model: str, estimate: int | None) -> bytes:
+    req = cr.request
     if plan.identity:
         obj = cr.obj
         if ctx.model_limits is not None:

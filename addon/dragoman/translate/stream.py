@@ -69,6 +69,10 @@ class StreamTranslator:
         #: the error sent to the client, if any
         self.error_info: ErrorInfo | None = None
 
+    @property
+    def encoder(self) -> StreamEncoder:
+        return self._enc
+
     def feed(self, data: bytes) -> bytes:
         phase = self.phase
         if phase is Phase.CLOSED:

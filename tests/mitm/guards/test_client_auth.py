@@ -189,3 +189,40 @@ def test_client_key_never_logged(addons, monkeypatch, caplog):
     text = caplog.text
     assert ALICE not in text and "sk-wrong-key-XYZ" not in text
     assert "client alice" in text
+
+
+@pytest.mark.parametrize(
+    "mode, listen_host, refused",
+    [
+        (["transparent"], "", True),  # every interface: a host can connect straight to the port
+        (["transparent"], "0.0.0.0", True),
+        (["transparent@0.0.0.0:8080"], "", True),
+        (["transparent"], "127.0.0.1", False),  # the machine-local recipe
+        (["transparent@127.0.0.1:8080", "transparent@::1:8080"], "", False),
+        (["wireguard"], "", False),  # peers hold the WireGuard key
+        (["local"], "", False),  # no port at all
+    ],
+)
+def test_transparent_mode_is_refused_beyond_loopback(mode, listen_host, refused):
+    """Issue 29, 1: transparent mode is as reachable as the explicit proxy; WireGuard and local mode are not."""
+    auth, tr = ClientAuth(), Translate()
+    with taddons.context(auth, tr) as tctx:
+        tctx.options.mode = mode
+        settings = dict(listen_host=listen_host, dragoman_target="openai-chat", dragoman_api_key=UPSTREAM_KEY)
+        if refused:
+            with pytest.raises(exceptions.OptionsError, match="listen beyond loopback") as e:
+                tctx.configure(tr, **settings)
+            assert mode[0] in str(e.value) and UPSTREAM_KEY not in str(e.value)
+        else:
+            tctx.configure(tr, **settings)
+            assert tr.routing.config is not None
+
+
+def test_the_gateway_recipe_starts_with_client_keys_or_the_opt_out():
+    for fix in ({"dragoman_client_keys": [f"devices={ALICE}"]}, {"dragoman_allow_remote": True}):
+        auth, tr = ClientAuth(), Translate()
+        with taddons.context(auth, tr) as tctx:
+            tctx.options.mode = ["transparent"]
+            tctx.configure(auth, **fix)
+            tctx.configure(tr, listen_host="", dragoman_target="openai-chat", dragoman_api_key=UPSTREAM_KEY)
+            assert tr.routing.config is not None

@@ -230,3 +230,46 @@ def test_flows_chosen_by_dragoman_match_are_gated_too(tr):
         f = make_flow("/v1/messages", b"x" * 2000, mode="regular", host="llm.example.com")
         tr.gate.request(f)
         assert f.response is not None and f.response.status_code == 413
+
+
+# -- request heads (issue 29, 4) ------------------------------------------------------------------------------
+
+
+def big_head_flow(path: str, count: int, size: int):
+    headers = {f"x-pad-{i:05d}": "v" * size for i in range(count)}
+    return make_flow(path, json.dumps(BODY).encode(), headers)
+
+
+@pytest.mark.parametrize(
+    "path, shape", [("/v1/messages", "anthropic"), ("/v1/chat/completions", "openai"), ("/v1/responses", "openai")]
+)
+def test_a_head_over_the_relay_limit_is_431_in_the_clients_shape(tctx, tr, path, shape):
+    f = big_head_flow(path, 200, 6000)  # 1.2 MB of headers
+    tr.gate.requestheaders(f)
+    assert f.response is None and tr.gate.held.token(f) is None  # not sent to the relay (not held)
+    tr.gate.request(f)
+    assert f.response is not None and f.response.status_code == 431
+    body = error(f)
+    message = body["error"]["message"]
+    assert "is larger than Dragoman's limit of 1048576 bytes" in message
+    assert f"({len(f.request.headers)} headers)" in message
+    if shape == "anthropic":
+        assert body["type"] == "error" and body["error"]["type"] == "invalid_request_error"
+    else:
+        assert body["error"]["type"] == "invalid_request_error" and "param" in body["error"]
+
+
+def test_thousands_of_headers_under_the_limit_pass(tctx, tr):
+    f = big_head_flow("/v1/messages", 2500, 20)  # 2,500 headers, ~90 KB: mitmproxy reads them, so does the relay
+    tr.gate.requestheaders(f)
+    tr.gate.request(f)
+    assert f.response is None
+
+
+def test_head_size_counts_the_wire_bytes():
+    from dragoman.mitm.relay import http1
+
+    fields = [(b"host", b"a"), (b"x-k", b"vv")]
+    wire = b"POST / HTTP/1.1\r\nhost: a\r\nx-k: vv\r\n\r\n"
+    assert http1.head_size(len("POST / HTTP/1.1"), fields) == len(wire)
+    assert http1.MAX_HEAD > http1.HEAD_LIMIT

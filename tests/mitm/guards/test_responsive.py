@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import asyncio.selector_events
 import gc
+import logging
 
 import pytest
 from mitmproxy import exceptions
@@ -102,3 +103,51 @@ def test_a_loop_turn_reads_at_most_the_read_size(addon):
     tctx.configure(a, dragoman_read_size="0")
     sizes = asyncio.run(_largest_reads(4 << 20))
     assert max(sizes) > 16384  # asyncio's own reads take what the socket has, up to 256 KiB
+
+
+class _Options:
+    def __init__(self, **values: str) -> None:
+        self.__dict__.update(values)
+
+
+class _Addons:
+    def __init__(self, *names: str) -> None:
+        self.names = names
+
+    def get(self, name: str) -> object | None:
+        return object() if name in self.names else None
+
+
+@pytest.mark.parametrize(
+    "values, level",
+    [
+        ({"termlog_verbosity": "warn"}, logging.WARNING),
+        ({"termlog_verbosity": "info"}, logging.INFO),
+        ({"termlog_verbosity": "debug"}, logging.DEBUG),
+        ({"termlog_verbosity": "error", "console_eventlog_verbosity": "info"}, logging.INFO),  # the lower one shows
+        ({}, None),  # no verbosity option (a test harness): every record may be wanted
+    ],
+)
+def test_the_level_mitmproxy_shows(values, level):
+    assert responsive.shown_level(_Options(**values), _Addons()) == level
+
+
+def test_mitmweb_keeps_every_record():
+    assert responsive.shown_level(_Options(termlog_verbosity="warn"), _Addons("eventstore")) is None
+
+
+def test_dragoman_loggers_follow_the_verbosity_and_are_restored():
+    """Every record reaches mitmproxy's legacy add_log handler (a hook on every addon): Dragoman's own records
+    below what mitmproxy shows are not made at all."""
+    lg = logging.getLogger("dragoman")
+    before = lg.level
+    a = Responsive()
+    with taddons.context(a) as tctx:
+        tctx.options.add_option("termlog_verbosity", str, "info", "as mitmproxy's TermLog declares it")
+        tctx.configure(a, termlog_verbosity="warn")
+        assert lg.level == logging.WARNING
+        assert not logging.getLogger("dragoman.mitm.translate_addon").isEnabledFor(logging.INFO)
+        tctx.configure(a, termlog_verbosity="debug")
+        assert logging.getLogger("dragoman.mitm.translate_addon").isEnabledFor(logging.DEBUG)
+        a.done()
+    assert lg.level == before

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from mitmproxy import http
 from mitmproxy.test import taddons
 from mitmproxy.test import tflow
@@ -63,3 +64,80 @@ def test_metadata_masked_before_the_flow_is_saved():
         assert "key masked by Dragoman" in text
         assert f.metadata["dragoman_upstream_chunks"][0] is untouched
         assert f.metadata["other"] == 5
+
+
+# -- FlowScrub: every Dragoman flow, whatever answered it (issue 29, 3) ----------------------------------------
+
+from mitmproxy.proxy import mode_specs  # noqa: E402
+
+from dragoman.mitm.guards.client_auth import ClientAuth  # noqa: E402
+from dragoman.mitm.guards.scrub import SCOPE_KEY  # noqa: E402
+from dragoman.mitm.guards.scrub import FlowScrub  # noqa: E402
+
+CLIENT_KEY = "sk-dragoman-client-ALICE-77"
+OTHER_SECRETS = {
+    "authorization": "Bearer sk-openai-own-1234",
+    "x-goog-api-key": "goog-own-1234",
+    "x-auth-token": "tok-own-1234",
+}
+
+
+def answered_flow(status: int, mode: str = "reverse:http://127.0.0.1:1") -> http.HTTPFlow:
+    headers = {"x-api-key": CLIENT_KEY, "cookie": "s=1", **OTHER_SECRETS}
+    body = f'{{"model": "m", "note": "{CLIENT_KEY} and {KEY}"}}'.encode()
+    req = http.Request.make("POST", f"http://127.0.0.1:1/v1/messages?key={CLIENT_KEY}&beta=1", body, headers)
+    f = tflow.tflow(req=req)
+    f.client_conn.proxy_mode = mode_specs.ProxyMode.parse(mode)
+    f.response = http.Response.make(status, b'{"type":"error"}', {"content-type": "application/json"})
+    return f
+
+
+@pytest.mark.parametrize("status", [400, 401, 403, 404, 413, 431, 200, 502])
+def test_a_flow_dragoman_answered_is_scrubbed_at_its_end(status):
+    auth, translate, scrubber = ClientAuth(), Translate(), FlowScrub()
+    with taddons.context(auth, translate, scrubber) as tctx:
+        tctx.configure(auth, dragoman_client_keys=[f"alice={CLIENT_KEY}"])
+        tctx.configure(translate, dragoman_target="anthropic", dragoman_api_key=KEY, listen_host="127.0.0.1")
+        f = answered_flow(status)
+        scrubber.mark.requestheaders(f)
+        assert f.metadata[SCOPE_KEY] is True
+        scrubber.response(f)
+        saved = repr(f.get_state())
+        for secret in (CLIENT_KEY, KEY, *(v.removeprefix("Bearer ") for v in OTHER_SECRETS.values())):
+            assert secret not in saved, secret
+        assert f.request.query.get("beta") == "1"
+        assert {"x-api-key", "cookie", "authorization", "x-goog-api-key", "x-auth-token", "key"} <= set(
+            f.metadata[REMOVED_KEY]
+        )
+
+
+def test_an_error_ends_the_flow_scrubbed_too():
+    auth, translate, scrubber = ClientAuth(), Translate(), FlowScrub()
+    with taddons.context(auth, translate, scrubber) as tctx:
+        tctx.configure(translate, dragoman_target="anthropic", dragoman_api_key=KEY, listen_host="127.0.0.1")
+        f = answered_flow(200)
+        f.response = None
+        f.error = flow_error()
+        scrubber.mark.requestheaders(f)
+        scrubber.error(f)
+        assert "x-api-key" not in f.request.headers and KEY not in repr(f.get_state())
+
+
+def flow_error():
+    from mitmproxy.flow import Error
+
+    return Error("connection killed")
+
+
+def test_flows_of_other_hosts_keep_their_headers():
+    """An app's own traffic to another host through the same explicit proxy is not Dragoman's to scrub."""
+    auth, translate, scrubber = ClientAuth(), Translate(), FlowScrub()
+    with taddons.context(auth, translate, scrubber) as tctx:
+        tctx.configure(translate, dragoman_target="anthropic", dragoman_api_key=KEY, listen_host="127.0.0.1")
+        req = http.Request.make("POST", "https://example.com/login", b"{}", {"authorization": "Bearer theirs-123"})
+        f = tflow.tflow(req=req, resp=True)
+        f.client_conn.proxy_mode = mode_specs.ProxyMode.parse("regular")
+        scrubber.mark.requestheaders(f)
+        scrubber.mark.request(f)
+        scrubber.response(f)
+        assert SCOPE_KEY not in f.metadata and f.request.headers["authorization"] == "Bearer theirs-123"

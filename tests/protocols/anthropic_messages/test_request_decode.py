@@ -208,10 +208,10 @@ def test_tools_and_tool_choice():
         name="f", description="d", parameters={"type": "object", "properties": {"x": {"type": "string"}}}
     )
     assert req.tools[1].kind == "function"
-    assert req.tools[2] == Tool(
-        name="web_search", kind="builtin", raw={"type": "web_search_20250305", "name": "web_search", "max_uses": 3}
-    )
-    assert req.tools[3].kind == "builtin" and req.tools[3].raw == {"type": "bash_20250124", "name": "bash"}
+    # the hosted web search is the request's search spec (dragoman.ir.search), not a builtin tool
+    assert req.web_search is not None and req.web_search.max_uses == 3 and req.web_search.origin == "anthropic"
+    assert len(req.tools) == 3
+    assert req.tools[2].kind == "builtin" and req.tools[2].raw == {"type": "bash_20250124", "name": "bash"}
     assert req.tool_choice.mode == "tool" and req.tool_choice.name == "f"
     assert req.parallel_tool_calls is False
     assert CODEC.decode_request(base(tool_choice={"type": "any"})).parallel_tool_calls is None

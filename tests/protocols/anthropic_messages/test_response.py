@@ -35,10 +35,12 @@ def test_decode_every_corpus_response(sample):
     assert resp.usage.input_tokens == total
     assert resp.usage.output_tokens == u["output_tokens"]
     modelled = [b for b in body["content"] if b["type"] in ("text", "thinking", "redacted_thinking", "tool_use")]
-    assert len(resp.content) == len(modelled)
+    # a web search (server_tool_use + web_search_tool_result) is one WebSearchPart
+    searches = [b for b in body["content"] if b["type"] == "web_search_tool_result"]
+    assert len(resp.content) == len(modelled) + len(searches)
     for b in body["content"]:
-        if b["type"] not in ("text", "thinking", "redacted_thinking", "tool_use"):
-            assert b["type"] in ctx.dropped.fields
+        if b["type"] not in ("text", "thinking", "redacted_thinking", "tool_use", "web_search_tool_result"):
+            assert b["type"] == "server_tool_use" and b["name"] == "web_search" or b["type"] in ctx.dropped.fields
     assert resp.stop_reason.value == body["stop_reason"]
 
 
@@ -120,8 +122,12 @@ def test_response_round_trip(sample):
     body = json.loads(sample.body)
     ctx = Context()
     out = CODEC.encode_response(CODEC.decode_response(body, ctx), ctx)
-    modelled = [b for b in body["content"] if b["type"] in ("text", "thinking", "redacted_thinking", "tool_use")]
-    assert [{k: v for k, v in b.items() if k != "citations"} for b in modelled] == out["content"]
+    # web searches and their citations are carried whole (Anthropic docs, "Web search tool")
+    kept = ("text", "thinking", "redacted_thinking", "tool_use", "web_search_tool_result")
+    modelled = [
+        b for b in body["content"] if b["type"] in kept or b["type"] == "server_tool_use" and b["name"] == "web_search"
+    ]
+    assert modelled == out["content"]
     assert out["id"] == body["id"] and out["stop_reason"] == body["stop_reason"]
     for k in ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"):
         assert out["usage"][k] == (body["usage"].get(k) or 0)

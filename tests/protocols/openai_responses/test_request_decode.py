@@ -18,6 +18,7 @@ from dragoman.ir.request import ToolResultPart
 from dragoman.protocols.base import Context
 from dragoman.protocols.openai_responses import CODEC
 from dragoman.protocols.openai_responses.request_decode import EXTRA_NAMESPACES
+from dragoman.protocols.openai_responses.request_decode import EXTRA_PREVIOUS
 
 from .helpers import DATA
 
@@ -94,8 +95,10 @@ def test_codex_reasoning_and_function_call_grouping():
     assert isinstance(req.messages[-1].parts[0], ToolResultPart)
     # namespace tools are flattened
     assert {"close_agent", "spawn_agent"} <= {t.name for t in req.tools}
-    builtin = [t for t in req.tools if t.kind == "builtin"]
-    assert [t.name for t in builtin] == ["web_search"]
+    # the hosted web search is the request's search spec (dragoman.ir.search), kept as Codex sent it
+    assert not [t for t in req.tools if t.kind == "builtin"]
+    assert req.web_search is not None and req.web_search.origin == "responses"
+    assert req.web_search.raw is not None and req.web_search.raw["type"] == "web_search"
     # re-encode: the reasoning item keeps its native encrypted content and id, then the call
     out = CODEC.encode_request(req, Context(request=req))
     types = [it["type"] for it in out["input"]]
@@ -122,9 +125,9 @@ def test_namespace_collision_gets_prefixed_and_resolves_calls():
     assert req.extra[EXTRA_NAMESPACES] == {"agents__spawn": ("agents", "spawn")}
 
 
-def test_previous_response_id_rejected():
-    with pytest.raises(ClientRequestError, match="previous_response_id is not supported yet"):
-        CODEC.decode_request({"model": "m", "input": "hi", "previous_response_id": "resp_1"})
+def test_previous_response_id_is_kept_for_the_store_or_a_responses_upstream():
+    req = CODEC.decode_request({"model": "m", "input": "hi", "previous_response_id": "resp_1"})
+    assert req.extra[EXTRA_PREVIOUS] == "resp_1"
 
 
 def test_invalid_request_is_client_error():

@@ -64,5 +64,5 @@ def test_whole_response_round_trip_corpus():
         assert [o["type"] for o in out["output"]] == [
             o["type"]
             for o in body["output"]
-            if o["type"] in ("message", "reasoning", "function_call", "custom_tool_call")
+            if o["type"] in ("message", "reasoning", "function_call", "custom_tool_call", "web_search_call")
         ]

@@ -15,6 +15,7 @@ from dragoman.ir.events import MessageStart
 from dragoman.ir.events import MessageStop
 from dragoman.ir.events import StreamError
 from dragoman.ir.events import ThinkingDelta
+from dragoman.ir.events import WebSearch
 from dragoman.protocols.base import Context
 
 from .helpers import DATA
@@ -164,7 +165,8 @@ def test_item_done_only_and_summary_parts_separated():
     assert blocks[0]["text"] == "one\n\ntwo" and blocks[0]["enc"] == "ENC"
     assert blocks[1]["text"] == "hi"
     assert all(isinstance(e, ThinkingDelta) and e.summary for e in events if isinstance(e, ThinkingDelta))
-    assert "output.web_search_call" in ctx.dropped.fields
+    searches = [e for e in events if isinstance(e, WebSearch)]  # a search item is one IR WebSearch
+    assert [(w.search.id, w.search.query) for w in searches] == [("ws1", "")]
     assert events[-2].stop_reason is StopReason.END_TURN
 
 

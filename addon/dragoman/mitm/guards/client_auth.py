@@ -9,7 +9,7 @@ flow, so it never travels upstream, into a recording or a flow file; the flow ca
 (``flow.metadata["dragoman_client"]``), and logs name the client, never the key.
 
 Safe default: when upstream keys are configured and no client keys are, mitmdump refuses to start if a
-mode that any TCP client can reach (regular, reverse, upstream, socks5) listens beyond loopback, unless
+mode that any TCP client can reach (regular, reverse, upstream, socks5, transparent) listens beyond loopback, unless
 ``dragoman_allow_remote`` is set (for a deployment with its own authentication in front); and requests from
 browser pages (``Origin``) are refused unless ``dragoman_cors_origins`` allows them (``cors.Cors.guard``).
 """
@@ -45,8 +45,17 @@ from dragoman.translate.response import error_body
 logger = logging.getLogger(__name__)
 
 CLIENT_METADATA_KEY = "dragoman_client"
-#: modes any TCP client can point at; transparent/WireGuard/local capture traffic (WireGuard authenticates peers)
-EXPOSED_MODES = (mode_specs.RegularMode, mode_specs.ReverseMode, mode_specs.UpstreamMode, mode_specs.Socks5Mode)
+#: modes with a TCP port any host that reaches it can use: transparent mode included (a host can connect to its
+#: port directly, and the gateway recipe redirects a network's traffic to it). WireGuard mode admits only peers
+#: holding the key of mitmproxy's WireGuard configuration; local mode has no port (the OS redirects this
+#: machine's own processes): neither is exposed (see ``direct``)
+EXPOSED_MODES = (
+    mode_specs.RegularMode,
+    mode_specs.ReverseMode,
+    mode_specs.UpstreamMode,
+    mode_specs.Socks5Mode,
+    mode_specs.TransparentMode,
+)
 GUARDED_SUFFIXES = ("/messages", "/messages/count_tokens", "/chat/completions", "/responses", "/models")
 
 

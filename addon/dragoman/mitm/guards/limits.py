@@ -7,7 +7,8 @@ requestheaders -> a ``Content-Length`` beyond ``dragoman_max_body`` is refused b
                   the request goes to the relay (``relay.FixedAnswer``), which answers 413 in the client's
                   shape, while mitmproxy streams the client's body into a sink that keeps nothing.
                   A chunked body to a translated endpoint is collected under the cap instead (``held``).
-request        -> a body beyond ``dragoman_max_body`` (collected, or read by mitmproxy when it could not be
+request        -> a request head beyond what the relay reads (``http1.HEAD_LIMIT``) is answered 431 in the
+                  client's shape, naming the limit; a body beyond ``dragoman_max_body`` (collected, or read by mitmproxy when it could not be
                   held: HTTP/2 without a length, a replay), or a ``Content-Encoding`` body inflating beyond ``dragoman_max_body`` or
                   ``dragoman_max_inflate_ratio`` (``inflate``), is answered 413 in the client's shape. A
                   compressed body within the caps is replaced by its inflated bytes and ``Content-Encoding``
@@ -32,6 +33,7 @@ from dragoman.mitm import outbound
 from dragoman.mitm.guards.inflate import BadEncoding
 from dragoman.mitm.guards.inflate import TooLarge
 from dragoman.mitm.guards.inflate import inflate
+from dragoman.mitm.relay import http1
 from dragoman.mitm.relay.held import HeldBodies
 from dragoman.mitm.relay.relay import FixedAnswer
 from dragoman.protocols import Protocol
@@ -55,6 +57,14 @@ def parse_size(name: str, value: str) -> int:
     if size is None or size <= 0:
         raise exceptions.OptionsError(f"Invalid {name} {value!r}: give a size > 0 in bytes or with k/m/g (e.g. 64m)")
     return size
+
+
+def _head_over(flow: http.HTTPFlow) -> int:
+    """The size of the flow's request head when it is over ``http1.HEAD_LIMIT`` (what the relay reads), else 0."""
+    req = flow.request
+    start = len(req.method) + len(req.path) + len(req.http_version) + 2
+    size = http1.head_size(start, req.headers.fields)
+    return size if size > http1.HEAD_LIMIT else 0
 
 
 def _discard(data: bytes) -> list[bytes]:
@@ -91,6 +101,8 @@ class BodyGate:
         shape = self._shape(flow)
         if shape is None or flow.response is not None:
             return
+        if _head_over(flow):
+            return  # refused 431 in ``request``: such a head cannot go to the relay (not held, not refused unread)
         try:
             declared = int(flow.request.headers.get("content-length", "0").strip() or 0)
         except ValueError:
@@ -117,6 +129,11 @@ class BodyGate:
             return
         shape = self._shape(flow)
         if shape is None:
+            return
+        size = _head_over(flow)
+        if size:
+            message = f"request head of {size} bytes ({len(flow.request.headers)} headers) is larger than "
+            self._refuse(flow, shape, 431, message + f"Dragoman's limit of {http1.HEAD_LIMIT} bytes")
             return
         if held is not None and held.over:
             self._refuse(flow, shape, 413, f"request body larger than {held.limit} bytes (read as it came, not kept)")

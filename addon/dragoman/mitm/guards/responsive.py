@@ -15,6 +15,12 @@ a request on another connection needs several loop turns: with a 300,000-event s
   loaded (about 100,000: modules, pydantic schemas, option tables) move to the permanent generation, so a
   full collection no longer walks them (those pauses were 50-95 ms, taken by whichever flow allocated).
 
+* Dragoman's loggers (``dragoman.*``) log at the level mitmproxy shows (``termlog_verbosity``, or the console's
+  ``console_eventlog_verbosity`` when lower). mitmproxy sets the root logger to DEBUG, and its legacy
+  ``add_log`` handler turns EVERY record into a hook call on every addon (formatted, posted to the loop);
+  a debug line nobody sees cost about as much as a hook of its own per flow (issue 31). mitmweb keeps every
+  record in its event store, so there the level is left as it is.
+
 Measured with ``make bench-record`` (``bench/README.md``). Both are undone in ``done`` (a test harness, a
 script reload). The transport attribute is asyncio's own (the same since Python 3.4, in 3.11 and 3.12);
 where a loop has no such attribute (another event loop implementation), nothing is set and the log says so.
@@ -37,6 +43,29 @@ READ_SIZE_DEFAULT = "16k"
 #: below this a read costs more in loop turns than it saves (each turn is tens of µs)
 READ_SIZE_MIN = 4096
 _TRANSPORT: Any = getattr(asyncio.selector_events, "_SelectorSocketTransport", None)
+#: mitmproxy's verbosity names (``mitmproxy.log.LogLevels``) as logging levels
+_LEVELS = {
+    "error": logging.ERROR,
+    "warn": logging.WARNING,
+    "info": logging.INFO,
+    "alert": logging.INFO,
+    "debug": logging.DEBUG,
+}
+_VERBOSITY_OPTIONS = ("termlog_verbosity", "console_eventlog_verbosity")
+DRAGOMAN_LOGGER = logging.getLogger("dragoman")
+
+
+def shown_level(options: Any, addons: Any) -> int | None:
+    """The lowest level mitmproxy shows anywhere, or None when every record may be kept (mitmweb's event
+    store, or no verbosity option: a test harness)."""
+    try:
+        if addons is not None and addons.get("eventstore") is not None:
+            return None
+    except Exception:  # noqa: BLE001 - an internal API: when in doubt, keep every record
+        return None
+    levels = [_LEVELS.get(str(getattr(options, name, "")).lower()) for name in _VERBOSITY_OPTIONS]
+    known = [lv for lv in levels if lv is not None]
+    return min(known) if known else None
 
 
 def read_size(value: str) -> int:
@@ -60,6 +89,7 @@ class Responsive:
     def __init__(self) -> None:
         self._asyncio_default: int | None = None
         self._frozen = False
+        self._log_level: int | None = None  # the ``dragoman`` logger's level before Dragoman set it
 
     def load(self, loader: Any) -> None:
         loader.add_option(
@@ -72,6 +102,8 @@ class Responsive:
         )
 
     def configure(self, updated: set[str]) -> None:
+        if updated.intersection(_VERBOSITY_OPTIONS):
+            self._follow_verbosity()
         if "dragoman_read_size" not in updated:
             return
         size = read_size(ctx.options.dragoman_read_size)
@@ -82,6 +114,14 @@ class Responsive:
             self._asyncio_default = _TRANSPORT.max_size
         _TRANSPORT.max_size = size or self._asyncio_default
 
+    def _follow_verbosity(self) -> None:
+        level = shown_level(ctx.options, getattr(ctx.master, "addons", None))
+        if level is None:
+            return
+        if self._log_level is None:
+            self._log_level = DRAGOMAN_LOGGER.level
+        DRAGOMAN_LOGGER.setLevel(level)
+
     def running(self) -> None:
         if not self._frozen:
             gc.collect()
@@ -90,6 +130,9 @@ class Responsive:
             logger.debug("start-up objects frozen out of the garbage collector: %d", gc.get_freeze_count())
 
     def done(self) -> None:
+        if self._log_level is not None:
+            DRAGOMAN_LOGGER.setLevel(self._log_level)
+            self._log_level = None
         if self._asyncio_default is not None and _TRANSPORT is not None:
             _TRANSPORT.max_size = self._asyncio_default
             self._asyncio_default = None

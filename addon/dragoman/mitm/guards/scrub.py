@@ -7,6 +7,12 @@ every credential header and query parameter is removed from the flow, before mit
 the flow file (``-w``, ``save_stream_file``), the console at any ``flow_detail``, and every later hook. Dragoman's
 addons run before mitmproxy's ``save`` and ``dumper`` (scripts load ahead of them). The names removed are kept
 in ``flow.metadata["dragoman_credentials_removed"]``.
+
+``FlowScrub`` closes the rest: every flow Dragoman is responsible for (its connection goes to an official host
+or comes in reverse mode, or ``dragoman_match`` took it; marked by ``FlowScrub.mark``, listed first) loses its
+credentials at its end whatever answered it: Dragoman itself (400, 401, 403, 404, 413...), the relay, the
+upstream, an error. Every configured key and client key left in the flow (the request's path and body, the
+metadata other addons keep for the flow file) is masked.
 """
 
 from __future__ import annotations
@@ -16,10 +22,33 @@ from typing import Any
 from mitmproxy import ctx
 from mitmproxy import http
 
+from dragoman.mitm import hosts
 from dragoman.mitm.keymask import KeyMask
 from dragoman.mitm.outbound import strip_credentials
 
 REMOVED_KEY = "dragoman_credentials_removed"
+#: set on a flow Dragoman is responsible for (``FlowScrub.mark``): scrubbed at its end
+SCOPE_KEY = "dragoman_scope"
+
+_known: tuple[object, tuple[Any, ...], KeyMask] | None = None
+
+
+def known_keys() -> KeyMask:
+    """Every key Dragoman holds: the configured upstream keys and the client keys (none before the addons load)."""
+    global _known
+    try:
+        translate = ctx.master.addons.get("translate")
+        auth = ctx.master.addons.get("clientauth")
+    except AttributeError:
+        return KeyMask()
+    upstream = getattr(translate, "keys", None)
+    clients = tuple(auth.clients()) if auth is not None else ()
+    if _known is not None and _known[0] is upstream and _known[1] == clients:
+        return _known[2]
+    values = list(upstream.secrets) if isinstance(upstream, KeyMask) else []
+    mask = KeyMask([v.decode() for v in values] + [c.key.value for c in clients])
+    _known = (upstream, clients, mask)
+    return mask
 
 
 def scrub(flow: http.HTTPFlow) -> None:
@@ -52,29 +81,66 @@ class Scrubber:
         self.held.clear()
 
 
-class MetadataMask:
-    """Listed after every other Dragoman addon: what they left in ``flow.metadata`` for the flow file (the raw
-    upstream chunks of a streamed answer, attempt details) has the configured keys masked, as the client's
-    answer has, before mitmproxy's ``save`` writes the flow."""
+class FlowMark:
+    """Listed first: marks the flows Dragoman is responsible for, before any addon rewrites where they go."""
 
-    def response(self, flow: http.HTTPFlow) -> None:
-        self._mask(flow)
+    def requestheaders(self, flow: http.HTTPFlow) -> None:
+        if hosts.in_scope(flow) or hosts.DIRECT_KEY in flow.metadata:
+            flow.metadata[SCOPE_KEY] = True
 
-    def error(self, flow: http.HTTPFlow) -> None:
-        self._mask(flow)
-
-    @staticmethod
-    def _mask(flow: http.HTTPFlow) -> None:
-        if not flow.metadata:
+    def request(self, flow: http.HTTPFlow) -> None:
+        if SCOPE_KEY in flow.metadata:
             return
         translate = ctx.master.addons.get("translate")
-        keys = getattr(translate, "keys", None)
-        if not isinstance(keys, KeyMask) or not keys:
-            return
-        for name, value in list(flow.metadata.items()):
-            masked = _masked(value, keys)
-            if masked is not value:
-                flow.metadata[name] = masked
+        if hosts.in_scope(flow) or (translate is not None and translate.matches(flow)):
+            flow.metadata[SCOPE_KEY] = True
+
+
+class FlowScrub:
+    """Listed after every other Dragoman addon (and so before mitmproxy's ``save`` and ``dumper``): at the end
+    of a flow Dragoman is responsible for, its request loses every credential header and query parameter, and
+    every key Dragoman holds is masked in its path, its body and the metadata the addons left for the flow file
+    (the raw upstream chunks of a streamed answer, attempt details), as the client's answer has it masked."""
+
+    def __init__(self) -> None:
+        self.mark = FlowMark()
+
+    def response(self, flow: http.HTTPFlow) -> None:
+        self._end(flow)
+
+    def error(self, flow: http.HTTPFlow) -> None:
+        self._end(flow)
+
+    def _end(self, flow: http.HTTPFlow) -> None:
+        keys = known_keys()
+        if flow.metadata.get(SCOPE_KEY):
+            scrub(flow)
+            if keys:
+                _mask_request(flow.request, keys)
+        if keys and flow.metadata:
+            _mask_metadata(flow, keys)
+
+
+#: the name earlier releases (and their tests) used for ``FlowScrub``
+MetadataMask = FlowScrub
+
+
+def _mask_request(req: http.Request, keys: KeyMask) -> None:
+    path = keys.mask_text(req.path)
+    if path != req.path:
+        req.path = path
+    body = req.raw_content
+    if body:
+        masked = keys.mask(body)
+        if masked != body:
+            req.raw_content = masked
+
+
+def _mask_metadata(flow: http.HTTPFlow, keys: KeyMask) -> None:
+    for name, value in list(flow.metadata.items()):
+        masked = _masked(value, keys)
+        if masked is not value:
+            flow.metadata[name] = masked
 
 
 def _masked(value: Any, keys: KeyMask) -> Any:

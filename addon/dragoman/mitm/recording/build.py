@@ -7,6 +7,7 @@ go, and ``write_exchange`` (run on the Recorder's writer thread) streams them in
 from __future__ import annotations
 
 import secrets
+from collections.abc import Iterable
 from dataclasses import dataclass
 from dataclasses import field
 from pathlib import Path
@@ -99,10 +100,12 @@ def redact_request(red: Redactor, req: HttpRequest) -> HttpRequest:
     return req.model_copy(update={"headers": headers, "url": url, "body": body})
 
 
-def redactor_for(p: Pending, names: list[str]) -> Redactor:
-    """The flow's Redactor, with every secret known so far (both requests, the upstream response headers)."""
+def redactor_for(p: Pending, names: list[str], known: Iterable[str] = ()) -> Redactor:
+    """The flow's Redactor, with every secret known so far (``known``: the keys Dragoman holds; both requests,
+    the upstream response headers)."""
     if p.red is None:
         p.red = Redactor(names)
+    p.red.add_secrets(known)
     redact_request(p.red, p.client_request)
     if p.upstream_request is not None:
         redact_request(p.red, p.upstream_request)
@@ -139,9 +142,9 @@ def _upstream_response(p: Pending, red: Redactor, error: str | None, sp: Spooled
 
 
 def build_exchange(
-    flow: http.HTTPFlow, p: Pending, error: str | None, names: list[str]
+    flow: http.HTTPFlow, p: Pending, error: str | None, names: list[str], known: Iterable[str] = ()
 ) -> tuple[Exchange, Redactor, Spooled | None]:
-    red = redactor_for(p, names)
+    red = redactor_for(p, names, known)
     meta = flow.metadata.get(METADATA_KEY) or {}
     client_protocol = meta.get("client") or p.client_protocol
     sp = None

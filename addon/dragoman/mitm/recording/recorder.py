@@ -36,6 +36,7 @@ from mitmproxy import exceptions
 from mitmproxy import http
 
 from dragoman.mitm.flowstate import METADATA_KEY
+from dragoman.mitm.guards.scrub import known_keys
 from dragoman.mitm.recording import files as store
 from dragoman.mitm.recording.build import Pending
 from dragoman.mitm.recording.build import build_exchange
@@ -183,7 +184,8 @@ class Recorder:
         inner = flow.response.stream
         if not inner:
             return
-        red = redactor_for(p, self.redact_names)  # every secret known before the first chunk is masked in it
+        # every secret known before the first chunk (the keys Dragoman holds included) is masked in it
+        red = redactor_for(p, self.redact_names, _known_keys())
         folder = self._session_dir() if self.root is not None else None
         saving = self._saving()
 
@@ -271,7 +273,7 @@ class Recorder:
             p.discard()
             return
         try:
-            ex, red, sp = build_exchange(flow, p, error, self.redact_names)
+            ex, red, sp = build_exchange(flow, p, error, self.redact_names, _known_keys())
         except Exception:
             p.discard()
             raise
@@ -290,3 +292,8 @@ class Recorder:
         logger.error("cannot write a recording to %s: %s; stopping", self.root, e)
         sys.stderr.write(f"Dragoman: cannot write the recording to {self.root}: {e}\n")
         sys.exit(1)
+
+
+def _known_keys() -> list[str]:
+    """The keys Dragoman holds (configured upstream keys, client keys): masked in every body a recording keeps."""
+    return [k.decode("utf-8", "surrogateescape") for k in known_keys().secrets]

@@ -9,8 +9,14 @@ measured per 130-byte event, h11 costs 5.3 µs to receive and 2.1 µs to send a 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterable
 
-MAX_HEAD = 256 * 1024
+#: the largest request head Dragoman passes through its relay (``head_size``); a longer one is answered 431.
+#: mitmproxy itself reads an HTTP/1 head of any size and an HTTP/2 header list up to 64 KiB (h2's default)
+HEAD_LIMIT = 1 << 20
+#: what the relay's readers accept (its ``StreamReader`` limit): the head limit plus room for what Translate
+#: changes on the way (the relay token, the Host header)
+MAX_HEAD = HEAD_LIMIT + (64 << 10)
 _CRLF = b"\r\n"
 
 
@@ -40,6 +46,11 @@ async def read_head(reader: asyncio.StreamReader) -> tuple[str, list[tuple[str, 
             raise FramingError(f"malformed header line {line[:80]!r}")
         headers.append((name.lower(), value.strip()))
     return lines[0], headers
+
+
+def head_size(start_line: int, fields: Iterable[tuple[bytes, bytes]]) -> int:
+    """The bytes of an HTTP/1.1 head: a start line of ``start_line`` bytes, ``name: value`` lines, a blank line."""
+    return start_line + 2 + sum(len(k) + len(v) + 4 for k, v in fields) + 2
 
 
 def header(headers: list[tuple[str, str]], name: str) -> str | None:

@@ -116,7 +116,7 @@ class Relay:
             self._starting = asyncio.Lock()
         async with self._starting:
             if self.server is None:
-                self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+                self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0, limit=http1.MAX_HEAD)
                 self.port = self.server.sockets[0].getsockname()[1]
                 logger.debug("relay listening on 127.0.0.1:%d", self.port)
 
@@ -232,7 +232,8 @@ class Relay:
         outcome = job.attempts.outcomes[-1]
         what = f"status {status}" if status is not None else "no answer"
         if cls is None:
-            logger.info(
+            # a first attempt that answered is said by the flow's own line ("via NAME"): one line per flow
+            (logger.debug if att.number == 1 else logger.info)(
                 "flow %s: attempt %d %s: %s in %.3f s",
                 job.flow_id,
                 att.number,

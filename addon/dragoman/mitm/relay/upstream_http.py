@@ -101,7 +101,9 @@ async def open_request(
     try:
         tls = tls_context(trust) if url.scheme == "https" else None
         reader, writer = await asyncio.wait_for(
-            asyncio.open_connection(url.host, url.port, ssl=tls, server_hostname=url.host if tls else None),
+            asyncio.open_connection(
+                url.host, url.port, ssl=tls, server_hostname=url.host if tls else None, limit=http1.MAX_HEAD
+            ),
             connect_timeout,
         )
     except TimeoutError as e:

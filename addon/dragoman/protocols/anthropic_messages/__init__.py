@@ -10,6 +10,7 @@ May import: ``dragoman.sse``, ``dragoman.ir``, ``dragoman.errors``, ``dragoman.p
 from __future__ import annotations
 
 from dragoman.protocols import Protocol
+from dragoman.protocols._search import SearchCodec
 from dragoman.protocols.anthropic_messages.errors import decode_error
 from dragoman.protocols.anthropic_messages.errors import encode_error
 from dragoman.protocols.anthropic_messages.request_decode import decode_request
@@ -18,9 +19,8 @@ from dragoman.protocols.anthropic_messages.response import decode_response
 from dragoman.protocols.anthropic_messages.response import encode_response
 from dragoman.protocols.anthropic_messages.stream_decode import AnthropicStreamDecoder
 from dragoman.protocols.anthropic_messages.stream_encode import AnthropicStreamEncoder
-from dragoman.protocols.base import ModuleCodec
 
-CODEC = ModuleCodec(
+CODEC = SearchCodec(
     Protocol.ANTHROPIC_MESSAGES,
     decode_request=decode_request,
     encode_request=encode_request,

@@ -34,7 +34,9 @@ from dragoman.ir.request import TextPart
 from dragoman.ir.request import ThinkingPart
 from dragoman.ir.request import ToolCallPart
 from dragoman.ir.request import ToolResultPart
+from dragoman.ir.search import WebSearchPart
 from dragoman.protocols._data_url import split_data_url
+from dragoman.protocols.anthropic_messages import search
 from dragoman.protocols.base import Context
 
 _TOOL_ID_OK = re.compile(r"[a-zA-Z0-9_-]+")
@@ -165,6 +167,11 @@ def _tool_result_block(p: ToolResultPart, ctx: Context) -> dict[str, Any]:
 def part_blocks(p: Part, ctx: Context) -> list[dict[str, Any]]:
     """One IR part -> its content blocks: one, or none, except for thinking a Chat client handed back as
     several OpenRouter entries."""
+    if type(p) is WebSearchPart:
+        return search.history_blocks(p, ctx)
+    if type(p) is TextPart and p.citations:
+        b = search.history_text_block(p, ctx)
+        return [] if b is None else [b]
     if type(p) is ThinkingPart and carry.is_openrouter(p.signature) and not p.redacted_data:
         blocks = _openrouter_blocks(p, ctx)
         if blocks is not None:

@@ -36,6 +36,7 @@ from dragoman.ir.request import ToolChoice
 from dragoman.ir.request import ToolResultPart
 from dragoman.protocols import _wire
 from dragoman.protocols.anthropic_messages import models as m
+from dragoman.protocols.anthropic_messages import search
 
 #: Anthropic effort names that are not OpenAI effort names
 _EFFORT_TO_IR = {"max": "xhigh"}
@@ -86,7 +87,7 @@ def _source_to_file(block: m.DocumentBlock, dropped: Dropped) -> FilePart | None
 def _note_block_extras(block: object, dropped: Dropped) -> None:
     if getattr(block, "cache_control", None) is not None:
         dropped.add("cache_control")
-    if getattr(block, "citations", None):
+    if getattr(block, "citations", None) and not isinstance(block, m.TextBlock):
         dropped.add("citations")
 
 
@@ -143,10 +144,35 @@ def _block_to_part(b: m.ContentBlock, dropped: Dropped) -> Part | None:
     return None
 
 
+def _search_block(b: m.OtherBlock, pairing: search.SearchPairing, dropped: Dropped) -> Part | None:
+    """A ``server_tool_use`` (web search) -> its search part; its ``web_search_tool_result`` fills that part
+    (a part of its own when the call is not in this message); any other server block is dropped."""
+    raw = b.model_dump()
+    if b.type == "server_tool_use":
+        part = pairing.call(raw)
+        if part is not None:
+            return part
+    elif b.type == search.RESULT:
+        fresh = raw.get("tool_use_id") not in pairing.calls
+        part = pairing.result(raw)
+        return part if fresh else None
+    dropped.add(f"content.{b.type}")
+    return None
+
+
 def _blocks_to_parts(blocks: list[m.ContentBlock], dropped: Dropped) -> list[Part]:
     parts: list[Part] = []
+    pairing = search.SearchPairing()
     for b in blocks:
         _note_block_extras(b, dropped)
+        if type(b) is m.TextBlock and b.citations:
+            parts.append(search.text_part(b.text, b.citations, dropped))
+            continue
+        if type(b) is m.OtherBlock and b.type in ("server_tool_use", search.RESULT):
+            part = _search_block(b, pairing, dropped)
+            if part is not None:
+                parts.append(part)
+            continue
         part = _block_to_part(b, dropped)
         if part is not None:
             parts.append(part)
@@ -236,6 +262,9 @@ def decode_request(body: dict[str, Any]) -> Request:
             parts = _blocks_to_parts(msg.content, dropped)
         messages.append(Message(role=msg.role, parts=parts))
     tools = [_tool_to_ir(t, dropped) for t in wire.tools or []]
+    web = next((t for t in tools if t.kind == "builtin" and search.is_search_tool(t.raw)), None)
+    if web is not None:
+        tools.remove(web)
     tool_choice, parallel = _tool_choice_to_ir(wire.tool_choice)
     reasoning, fmt = _reasoning_to_ir(wire, dropped)
     return Request(
@@ -254,5 +283,6 @@ def decode_request(body: dict[str, Any]) -> Request:
         user=_user_to_ir(wire.metadata, dropped),
         reasoning=reasoning,
         response_format=fmt,
+        web_search=search.spec_from_tool(web.raw or {}) if web is not None else None,
         dropped=dropped,
     )

@@ -36,7 +36,9 @@ from dragoman.ir.request import Message
 from dragoman.ir.request import Request
 from dragoman.ir.request import TextPart
 from dragoman.ir.request import Tool
+from dragoman.ir.search import SEARCH_NATIVE
 from dragoman.protocols._cache import mark_anthropic
+from dragoman.protocols.anthropic_messages import search
 from dragoman.protocols.anthropic_messages.content_encode import part_blocks
 from dragoman.protocols.base import Context
 
@@ -249,6 +251,9 @@ def _tool_choice(req: Request, thinking_on: bool, ctx: Context) -> dict[str, Any
 
 def _put_tools(out: dict[str, Any], req: Request, thinking_on: bool, ctx: Context) -> None:
     tools = [w for w in (_tool_to_wire(t, ctx) for t in req.tools) if w is not None]
+    if req.web_search is not None:
+        tools.append(search.tool_from_spec(req.web_search, ctx))
+        ctx.search = SEARCH_NATIVE
     if tools:
         out["tools"] = tools
         choice = _tool_choice(req, thinking_on, ctx)

@@ -28,9 +28,11 @@ from dragoman.ir.request import ThinkingPart
 from dragoman.ir.request import ToolCallPart
 from dragoman.ir.response import OutputPart
 from dragoman.ir.response import Response
+from dragoman.ir.search import WebSearchPart
 from dragoman.protocols import _wire
 from dragoman.protocols._checks import token_count
 from dragoman.protocols.anthropic_messages import models as m
+from dragoman.protocols.anthropic_messages import search
 from dragoman.protocols.anthropic_messages.content_encode import tool_input
 from dragoman.protocols.anthropic_messages.request_decode import thinking_part
 from dragoman.protocols.base import Context
@@ -108,11 +110,18 @@ def custom_input(arguments_obj: Any) -> str:
 def _content_to_ir(blocks: list[m.ContentBlock], ctx: Context) -> list[OutputPart]:
     custom = ctx.custom_tools()
     content: list[OutputPart] = []
+    pairing = search.SearchPairing()
     for b in blocks:
         if isinstance(b, m.TextBlock):
-            if b.citations:
-                ctx.dropped.add("citations")
-            content.append(TextPart(b.text))
+            content.append(search.text_part(b.text, b.citations, ctx.dropped) if b.citations else TextPart(b.text))
+        elif type(b) is m.OtherBlock and b.type == "server_tool_use" and (call := pairing.call(b.model_dump())):
+            content.append(call)
+        elif type(b) is m.OtherBlock and b.type == search.RESULT:
+            raw = b.model_dump()
+            fresh = raw.get("tool_use_id") not in pairing.calls
+            part = pairing.result(raw)
+            if fresh:
+                content.append(part)
         elif isinstance(b, m.ThinkingBlock):
             content.append(thinking_part(b.thinking, b.signature))
         elif isinstance(b, m.RedactedThinkingBlock):
@@ -133,13 +142,15 @@ def decode_response(body: dict[str, Any], ctx: Context) -> Response:
     except ValidationError as e:
         raise UpstreamProtocolError(f"invalid Anthropic message: {_wire.describe_validation_error(e)}") from e
     u = wire.usage
+    usage = usage_to_ir(u.input_tokens, u.output_tokens, u.cache_read_input_tokens, u.cache_creation_input_tokens)
+    usage.web_search_requests = search.usage_searches(u.model_extra)
     return Response(
         id=wire.id,
         model=wire.model,
         content=_content_to_ir(wire.content, ctx),
         stop_reason=anthropic_stop(wire.stop_reason),
         stop_sequence=wire.stop_sequence,
-        usage=usage_to_ir(u.input_tokens, u.output_tokens, u.cache_read_input_tokens, u.cache_creation_input_tokens),
+        usage=usage,
     )
 
 
@@ -147,7 +158,7 @@ def decode_response(body: dict[str, Any], ctx: Context) -> Response:
 
 
 def _part_to_wire(p: OutputPart, ctx: Context) -> dict[str, Any] | None:
-    if type(p) is TextPart or type(p) is RefusalPart:
+    if type(p) is RefusalPart:
         return {"type": "text", "text": p.text}
     if type(p) is ThinkingPart:
         if p.redacted_data:
@@ -161,7 +172,14 @@ def _part_to_wire(p: OutputPart, ctx: Context) -> dict[str, Any] | None:
 
 
 def encode_response(resp: Response, ctx: Context) -> dict[str, Any]:
-    content = [b for b in (_part_to_wire(p, ctx) for p in resp.content) if b is not None]
+    content: list[dict[str, Any]] = []
+    for p in resp.content:
+        if type(p) is TextPart:
+            content.extend(search.text_blocks(p))
+        elif type(p) is WebSearchPart:
+            content.extend(search.search_blocks(p))
+        elif (b := _part_to_wire(p, ctx)) is not None:
+            content.append(b)
     stop = refused_stop(resp.stop_reason, any(type(p) is RefusalPart for p in resp.content))
     return {
         "id": message_id(resp.id),
@@ -171,5 +189,5 @@ def encode_response(resp: Response, ctx: Context) -> dict[str, Any]:
         "content": content,
         "stop_reason": IR_TO_ANTHROPIC[stop] if stop is not None else None,
         "stop_sequence": resp.stop_sequence,
-        "usage": usage_to_wire(resp.usage),
+        "usage": search.with_searches(usage_to_wire(resp.usage), resp.usage, search.count_searches(resp.content)),
     }

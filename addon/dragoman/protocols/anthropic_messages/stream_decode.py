@@ -2,8 +2,9 @@
 
 The Anthropic block index is the IR index. Phases: WAITING (before ``message_start``), STREAMING
 (blocks), TERMINAL (after ``message_delta``), STOPPED (after ``message_stop``), FAILED (after ``error``).
-Server-tool blocks (``server_tool_use``, ``web_search_tool_result``, ...) are swallowed and named in
-``ctx.dropped``; a custom tool offered as ``{"input": string}`` has its arguments buffered and unwrapped.
+A web search (``server_tool_use`` named ``web_search`` + its ``web_search_tool_result``) becomes one IR
+``WebSearch`` at its result; cited text blocks give ``CitationDelta`` at their stop (``search.StreamSearch``);
+other server-tool blocks are swallowed and named in ``ctx.dropped``; a custom tool offered as ``{"input": string}`` has its arguments buffered and unwrapped.
 
 Hot path: ``content_block_delta`` (~95 % of a stream), ``content_block_stop`` and ``ping`` are
 parsed with ``orjson`` and read as dicts, with the exact checks the pydantic models make (``index`` an
@@ -31,6 +32,7 @@ from dragoman.ir.events import KEEPALIVE
 from dragoman.ir.events import BlockKind
 from dragoman.ir.events import BlockStart
 from dragoman.ir.events import BlockStop
+from dragoman.ir.events import CitationDelta
 from dragoman.ir.events import MessageDelta
 from dragoman.ir.events import MessageStart
 from dragoman.ir.events import MessageStop
@@ -40,10 +42,12 @@ from dragoman.ir.events import StreamEvent
 from dragoman.ir.events import TextDelta
 from dragoman.ir.events import ThinkingDelta
 from dragoman.ir.events import ToolArgsDelta
+from dragoman.ir.events import WebSearch
 from dragoman.ir.mapping import anthropic_stop
 from dragoman.protocols import _wire
 from dragoman.protocols._checks import ToolArgs
 from dragoman.protocols.anthropic_messages import models as m
+from dragoman.protocols.anthropic_messages import search
 from dragoman.protocols.anthropic_messages.errors import error_info_from_type
 from dragoman.protocols.anthropic_messages.response import custom_input
 from dragoman.protocols.anthropic_messages.response import usage_to_ir
@@ -78,6 +82,8 @@ class _Block(Enum):
     TOOL = "tool_use"
     CUSTOM_TOOL = "custom_tool"  # a custom tool offered as {"input": string}: arguments buffered
     SWALLOWED = "swallowed"  # server tool blocks etc.: nothing reaches the IR
+    CITED = "cited_text"  # a text block with citations: its length is counted
+    SEARCH_CALL = "search_call"  # a web search server_tool_use: its input is buffered
 
 
 class AnthropicStreamDecoder(StreamDecoder):
@@ -94,6 +100,7 @@ class AnthropicStreamDecoder(StreamDecoder):
         #: arguments of the open tool_use blocks, checked as JSON at message_delta
         self._args = ToolArgs()
         self._unknown: set[str] = set()
+        self._search = search.StreamSearch()
         # raw Anthropic usage fields, merged across message_start and message_delta
         self._usage: dict[str, int | None] = {}
 
@@ -202,12 +209,16 @@ class AnthropicStreamDecoder(StreamDecoder):
         self._seen.add(idx)
         b = e.content_block
         if type(b) is m.TextBlock:
-            self._open[idx] = _Block.TEXT
             out: list[StreamEvent] = [BlockStart(idx, BlockKind.TEXT)]
             if b.text:
                 out.append(TextDelta(idx, b.text))
-            if b.citations:
-                self.ctx.dropped.add("citations")
+            if b.citations is None:
+                self._open[idx] = _Block.TEXT
+                return out
+            self._open[idx] = _Block.CITED
+            self._search.cite_block(idx, b.text)
+            for c in b.citations:
+                self._search.citation(idx, c, self.ctx.dropped)
             return out
         if type(b) is m.ThinkingBlock:
             self._open[idx] = _Block.THINKING
@@ -235,7 +246,13 @@ class AnthropicStreamDecoder(StreamDecoder):
                 self._args.add(idx, initial)
                 out.append(ToolArgsDelta(idx, initial))
             return out
-        # server_tool_use, web_search_tool_result, mcp_tool_use, compaction, ... and anything new
+        if type(b) is m.OtherBlock and b.type == "server_tool_use" and self._search.start_call(idx, b.model_dump()):
+            self._open[idx] = _Block.SEARCH_CALL
+            return []
+        if type(b) is m.OtherBlock and b.type == search.RESULT:
+            self._open[idx] = _Block.SWALLOWED
+            return [WebSearch(self._search.result(b.model_dump()))]
+        # other server_tool_use, mcp_tool_use, compaction, ... and anything new
         self._open[idx] = _Block.SWALLOWED
         self.ctx.dropped.add(b.type)
         return []
@@ -251,7 +268,7 @@ class AnthropicStreamDecoder(StreamDecoder):
     def _delta(self, e: m.ContentBlockDeltaEvent) -> list[StreamEvent]:
         d = e.delta
         if type(d) is m.OtherDelta:
-            return self._other_delta(e.index, d.type)
+            return self._other_delta(e.index, d.type, d)
         return self._apply_delta(e.index, d.type, getattr(d, _DELTA_FIELDS[d.type]))
 
     def _no_open_block(self, idx: int) -> UpstreamProtocolError:
@@ -259,11 +276,16 @@ class AnthropicStreamDecoder(StreamDecoder):
             f"content_block_delta for index {idx} without an open block in phase {self.phase.name}"
         )
 
-    def _other_delta(self, idx: int, dt: str) -> list[StreamEvent]:
-        """A delta type we do not model (``citations_delta``, ...): named in ``dropped``."""
+    def _other_delta(self, idx: int, dt: str, d: m.OtherDelta) -> list[StreamEvent]:
+        """A delta type we do not model (``compaction_delta``, ...): named in ``dropped``; a
+        ``citations_delta`` on a text block is kept for the block's stop."""
         kind = self._open.get(idx)
         if kind is None or self.phase is not Phase.STREAMING:
             raise self._no_open_block(idx)
+        if dt == "citations_delta" and (kind is _Block.TEXT or kind is _Block.CITED):
+            self._open[idx] = _Block.CITED
+            self._search.citation(idx, (d.model_extra or {}).get("citation"), self.ctx.dropped)
+            return []
         if kind is not _Block.SWALLOWED:
             self.ctx.dropped.add("citations" if dt == "citations_delta" else dt)
         return []
@@ -278,6 +300,9 @@ class AnthropicStreamDecoder(StreamDecoder):
         if dt == "text_delta":
             if kind is _Block.TEXT:
                 return [TextDelta(idx, value)] if value else []
+            if kind is _Block.CITED:
+                self._search.text(idx, value)
+                return [TextDelta(idx, value)] if value else []
         elif dt == "thinking_delta":
             if kind is _Block.THINKING:
                 return [ThinkingDelta(idx, value)] if value else []
@@ -290,6 +315,9 @@ class AnthropicStreamDecoder(StreamDecoder):
             if kind is _Block.CUSTOM_TOOL:
                 self._custom_buf[idx].append(value)
                 return []
+            if kind is _Block.SEARCH_CALL:
+                self._search.call_input(idx, value)
+                return []
         elif dt == "signature_delta":
             if kind is _Block.THINKING:
                 return self._signature(idx, value)
@@ -298,6 +326,12 @@ class AnthropicStreamDecoder(StreamDecoder):
     def _finish_block(self, idx: int, kind: _Block) -> list[StreamEvent]:
         if kind is _Block.SWALLOWED:
             return []
+        if kind is _Block.SEARCH_CALL:
+            self._search.stop_call(idx)
+            return []
+        if kind is _Block.CITED:
+            cited: list[StreamEvent] = [CitationDelta(idx, c) for c in self._search.stop_text(idx)]
+            return [*cited, BlockStop(idx)]
         if kind is _Block.CUSTOM_TOOL:
             raw = "".join(self._custom_buf.pop(idx, []))
             try:
@@ -339,12 +373,14 @@ class AnthropicStreamDecoder(StreamDecoder):
             if value is not None:
                 self.ctx.dropped.add(key)
         stop = anthropic_stop(e.delta.stop_reason)
+        usage = self._merge_usage(e.usage)
+        usage.web_search_requests = search.usage_searches(e.usage.model_extra if e.usage is not None else None)
         # tool arguments that are not JSON are an upstream fault, unless max_tokens cut them off
         self._args.check(stop)
         out.append(
             MessageDelta(
                 stop_reason=stop,
-                usage=self._merge_usage(e.usage),
+                usage=usage,
                 stop_sequence=e.delta.stop_sequence,
             )
         )

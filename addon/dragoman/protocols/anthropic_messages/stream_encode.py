@@ -10,6 +10,11 @@ a Chat or Responses upstream reports usage only at the end, so ``message_start``
 estimate (``Context.input_tokens_estimate``, the count_tokens estimator) and ``message_delta`` the
 upstream's real figures (the official SDKs' accumulators keep the later ones).
 
+Search (``search``): a ``WebSearch`` becomes a ``server_tool_use`` block and its ``web_search_tool_result``
+block. Cited spans are blocks of their own with their citations, as the real API sends them; an upstream
+that cites after the text (Responses annotations, Chat url_citation) makes the encoder hold each text block
+until its stop once a search ran (or from the start on a Chat upstream that searches), then send its spans.
+
 Hot path: a text/thinking/tool-argument delta for the block open on the wire is written from a prefix
 built when the block opened (``OutBlock.prefix``) plus the ``orjson`` dump of the text: no dict, no
 generic JSON encoding per event.
@@ -30,6 +35,7 @@ from dragoman.ir.common import Usage
 from dragoman.ir.events import BlockKind
 from dragoman.ir.events import BlockStart
 from dragoman.ir.events import BlockStop
+from dragoman.ir.events import CitationDelta
 from dragoman.ir.events import Keepalive
 from dragoman.ir.events import MessageDelta
 from dragoman.ir.events import MessageStart
@@ -40,10 +46,14 @@ from dragoman.ir.events import StreamEvent
 from dragoman.ir.events import TextDelta
 from dragoman.ir.events import ThinkingDelta
 from dragoman.ir.events import ToolArgsDelta
+from dragoman.ir.events import WebSearch
 from dragoman.ir.mapping import IR_TO_ANTHROPIC
 from dragoman.ir.mapping import refused_stop
 from dragoman.ir.request import CUSTOM_TOOL_PARAM
+from dragoman.ir.search import SEARCH_ANNOTATIONS
+from dragoman.ir.search import Citation
 from dragoman.protocols._checks import safe_message
+from dragoman.protocols.anthropic_messages import search
 from dragoman.protocols.anthropic_messages.errors import error_type
 from dragoman.protocols.anthropic_messages.errors import overflow_message
 from dragoman.protocols.anthropic_messages.response import message_id
@@ -55,6 +65,7 @@ from dragoman.protocols.anthropic_messages.stream_hold import OutBlock
 from dragoman.protocols.anthropic_messages.stream_hold import Run
 from dragoman.protocols.anthropic_messages.stream_hold import TextEvent
 from dragoman.protocols.anthropic_messages.stream_hold import hold
+from dragoman.protocols.anthropic_messages.stream_search import SearchBlocks
 from dragoman.protocols.base import KEEPALIVE_COMMENT
 from dragoman.protocols.base import Context
 from dragoman.protocols.base import StreamEncoder
@@ -89,7 +100,7 @@ _dumps = orjson.dumps
 _CUSTOM_PREFIX = '{"' + CUSTOM_TOOL_PARAM + '":"'
 
 
-class AnthropicStreamEncoder(StreamEncoder):
+class AnthropicStreamEncoder(SearchBlocks, StreamEncoder):
     """IR events -> Anthropic SSE in the real API's order.
 
     ``message_start``, first ``content_block_start``, ``ping``, deltas, ``content_block_stop``, ...,
@@ -107,6 +118,12 @@ class AnthropicStreamEncoder(StreamEncoder):
         self._queue: list[int] = []
         self._next_index = 0
         self._refused = False  # a refusal block was seen: the stop reason says so (``refused_stop``)
+        #: held text blocks (IR index -> (text pieces, citations)) and whether new text blocks are held
+        self._held: dict[int, tuple[list[str], list[Citation]]] = {}
+        self._hold_text = ctx.search == SEARCH_ANNOTATIONS
+        #: whole blocks waiting for an open tool block to stop; searches run (usage)
+        self._late: list[dict[str, Any]] = []
+        self._searches = 0
 
     # -- framing helpers
 
@@ -158,11 +175,15 @@ class AnthropicStreamEncoder(StreamEncoder):
         out += encode_json(
             "content_block_start", {"type": "content_block_start", "index": b.wire_index, "content_block": cb}
         )
-        if self.phase is EncPhase.STARTED:
-            out += encode_json("ping", {"type": "ping"})
-            self.phase = EncPhase.STREAMING
+        self._started_ping(out)
         if kind is BlockKind.CUSTOM_TOOL_CALL:
             self._delta(out, b, {"type": "input_json_delta", "partial_json": _CUSTOM_PREFIX})
+
+    def _started_ping(self, out: bytearray) -> None:
+        """After the first block's start: the ``ping`` the real API sends there."""
+        if self.phase is EncPhase.STARTED:
+            out += _PING
+            self.phase = EncPhase.STREAMING
 
     def _delta(self, out: bytearray, b: OutBlock, delta: dict[str, Any]) -> None:
         out += encode_json(
@@ -253,6 +274,7 @@ class AnthropicStreamEncoder(StreamEncoder):
         self._live(out, b, ev)
         if self._open is None:
             self._flush(out)
+            self._write_late(out)
 
     def _finish_blocks(self, out: bytearray) -> None:
         """Before message_delta: close the open block and replay everything buffered."""
@@ -265,6 +287,7 @@ class AnthropicStreamEncoder(StreamEncoder):
                 break
             self._flush(out)
         self._blocks.clear()
+        self._write_late(out)
 
     # -- interface
 
@@ -281,6 +304,10 @@ class AnthropicStreamEncoder(StreamEncoder):
                     return b.prefix + _dumps(ev.fragment) + _DELTA_TAIL
         if self.phase is EncPhase.FAILED or self.phase is EncPhase.STOPPED:
             return b""
+        if self._hold_text or self._held or type(ev) is WebSearch or type(ev) is CitationDelta:
+            searched = self._search_event(ev)
+            if searched is not None:
+                return searched
         if isinstance(ev, StreamError):
             return self.error(ev.error)
         if isinstance(ev, Keepalive):  # the translator calls ``keepalive`` itself; this is for direct callers
@@ -301,6 +328,9 @@ class AnthropicStreamEncoder(StreamEncoder):
         else:
             if self.phase is EncPhase.ENDING:
                 raise UpstreamProtocolError(f"{type(ev).__name__} after MessageDelta in phase {self.phase.name}")
+            if isinstance(ev, (CitationDelta, WebSearch)):  # reached only when _search_event passed them on
+                self.ctx.dropped.add("citations")
+                return bytes(out)
             self._block_event(out, ev)
         return bytes(out)
 
@@ -323,6 +353,7 @@ class AnthropicStreamEncoder(StreamEncoder):
         if self.phase is EncPhase.STARTED:
             out += encode_json("ping", {"type": "ping"})
         usage = usage_to_wire(ev.usage) if ev.usage is not None else {"output_tokens": 0}
+        search.with_searches(usage, ev.usage, self._searches)
         # an upstream that ended without saying why (a null or unknown reason): the turn ended, as in Chat
         stop = refused_stop(ev.stop_reason, self._refused) or StopReason.END_TURN
         delta = {

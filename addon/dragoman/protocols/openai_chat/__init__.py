@@ -11,7 +11,7 @@ helpers (``_wire``, ``_checks``, ``_custom_args``, ``_openai_errors``, ``base``)
 from __future__ import annotations
 
 from dragoman.protocols import Protocol
-from dragoman.protocols.base import ModuleCodec
+from dragoman.protocols._search import SearchCodec
 from dragoman.protocols.openai_chat.errors import decode_error
 from dragoman.protocols.openai_chat.errors import encode_error
 from dragoman.protocols.openai_chat.request_decode import decode_request
@@ -21,7 +21,7 @@ from dragoman.protocols.openai_chat.response import encode_response
 from dragoman.protocols.openai_chat.stream_decode import ChatStreamDecoder
 from dragoman.protocols.openai_chat.stream_encode import ChatStreamEncoder
 
-CODEC = ModuleCodec(
+CODEC = SearchCodec(
     Protocol.OPENAI_CHAT,
     decode_request=decode_request,
     encode_request=encode_request,

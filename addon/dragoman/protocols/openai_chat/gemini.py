@@ -70,6 +70,7 @@ class ChatBlocks(Protocol):
     def _new_block(self) -> int: ...
     def _tool_start(self, tc: dict[str, Any], key: int, name: str | None, out: list[StreamEvent]) -> Any: ...
 
+
 #: what ``ctx.dropped`` names when a carried signature's tool call is not in the request
 DROPPED = "tool_calls.extra_content.google.thought_signature"
 THOUGHT_OPEN = "<thought>"

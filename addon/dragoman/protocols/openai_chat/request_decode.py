@@ -36,6 +36,7 @@ from dragoman.protocols._data_url import split_data_url
 from dragoman.protocols._wire import describe_validation_error
 from dragoman.protocols.openai_chat import models as m
 from dragoman.protocols.openai_chat import reasoning_details
+from dragoman.protocols.openai_chat import search
 from dragoman.protocols.openai_chat.response import mistral_thinking
 
 _EFFORTS = {"minimal", "low", "medium", "high", "xhigh"}
@@ -48,10 +49,12 @@ def decode_request(body: dict[str, Any]) -> Request:
     except ValidationError as e:
         raise ClientRequestError(f"invalid Chat Completions request: {describe_validation_error(e)}") from e
     req = Request(model=wire.model, n=wire.n)
+    req.web_search = search.spec_from_body(body)
     for key in body:
-        if key not in m.KNOWN_REQUEST_KEYS:
+        if key not in m.KNOWN_REQUEST_KEYS and not (req.web_search is not None and key in _SEARCH_KEYS):
             req.dropped.add(key)
     custom_names = _decode_tools(wire, req)
+    req.tools = [t for t in req.tools if not (t.kind == "builtin" and t.name == search.OPENROUTER_TOOL)]
     req.tool_choice = _tool_choice(wire.tool_choice if wire.tool_choice is not None else wire.function_call)
     req.parallel_tool_calls = wire.parallel_tool_calls
     req.max_tokens = wire.max_completion_tokens if wire.max_completion_tokens is not None else wire.max_tokens
@@ -74,6 +77,9 @@ def decode_request(body: dict[str, Any]) -> Request:
 
 
 # ---------------------------------------------------------------- tools and options
+
+#: request keys a hosted web search is read from (``search.spec_from_body``)
+_SEARCH_KEYS = frozenset({"web_search_options", "plugins"})
 
 
 def _decode_tools(wire: m.ChatRequest, req: Request) -> set[str]:

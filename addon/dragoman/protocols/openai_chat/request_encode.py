@@ -35,6 +35,8 @@ from dragoman.ir.request import ThinkingPart
 from dragoman.ir.request import Tool
 from dragoman.ir.request import ToolCallPart
 from dragoman.ir.request import ToolResultPart
+from dragoman.ir.search import WebSearchPart
+from dragoman.ir.search import context_text
 from dragoman.protocols._cache import OPENAI_RETENTIONS
 from dragoman.protocols._cache import session_cache_key
 from dragoman.protocols._custom_args import wrap_custom_args
@@ -43,6 +45,7 @@ from dragoman.protocols.base import Context
 from dragoman.protocols.openai_chat import gemini
 from dragoman.protocols.openai_chat import profile_rules
 from dragoman.protocols.openai_chat import reasoning_details
+from dragoman.protocols.openai_chat import search
 from dragoman.protocols.openai_chat.reasoning_ask import encode_reasoning
 
 UNANSWERED_TOOL_CALL = "tool call was not answered"
@@ -73,6 +76,8 @@ def encode_request(req: Request, ctx: Context) -> dict[str, Any]:
     dropped = ctx.dropped
     out: dict[str, Any] = {"model": req.model, "messages": _encode_messages(req, ctx)}
     _encode_tools(req, ctx, out)
+    if req.web_search is not None:
+        search.put_search(req.web_search, req.model, ctx, out)
     if req.max_tokens is not None:
         out[ctx.profile.max_tokens_field or ctx.chat_max_tokens_field] = req.max_tokens
     if req.temperature is not None:
@@ -285,6 +290,11 @@ def _encode_assistant(msg: Message, ctx: Context, reasoning_field: bool, sigs: d
     for p in msg.parts:
         if isinstance(p, (TextPart, RefusalPart)):
             texts.append(p.text)
+            if isinstance(p, TextPart) and p.citations:
+                ctx.dropped.add("citations")
+        elif isinstance(p, WebSearchPart):  # a search another API ran: its query and sources as context
+            ctx.dropped.add("web_search_call(as_text)")
+            texts.append(context_text(p) + "\n\n")
         elif isinstance(p, ThinkingPart):
             _thinking(p, ctx, thinking if reasoning_field else None, details, sigs)
         elif isinstance(p, ToolCallPart):

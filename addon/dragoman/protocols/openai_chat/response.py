@@ -27,6 +27,7 @@ from dragoman.ir.request import ThinkingPart
 from dragoman.ir.request import ToolCallPart
 from dragoman.ir.response import OutputPart
 from dragoman.ir.response import Response
+from dragoman.ir.search import WebSearchPart
 from dragoman.protocols._checks import token_count
 from dragoman.protocols._custom_args import unwrap_custom_args
 from dragoman.protocols._custom_args import wrap_custom_args
@@ -35,6 +36,7 @@ from dragoman.protocols.base import Context
 from dragoman.protocols.openai_chat import gemini
 from dragoman.protocols.openai_chat import models as m
 from dragoman.protocols.openai_chat import reasoning_details
+from dragoman.protocols.openai_chat import search
 
 #: what ``ctx.dropped`` names when an upstream answered with several choices (n > 1): all but choice 0
 DROPPED_CHOICES = "choices[1:]"
@@ -86,6 +88,7 @@ def decode_usage(u: Any) -> Usage | None:
         rt = ctd.get("reasoning_tokens")
         if type(rt) is int:
             out.reasoning_tokens = rt
+    out.web_search_requests = search.usage_searches(u)
     # counts no encoder can write (above 64 bits) or negative ones: a broken upstream, not a crash
     token_count(out.input_tokens, "prompt_tokens")
     token_count(out.output_tokens, "completion_tokens")
@@ -160,8 +163,14 @@ def _message_content(msg: m.ResponseMessage, ctx: Context) -> list[OutputPart]:
                 ctx.dropped.add(f"message.content.{t}")
     if msg.refusal:
         content.append(RefusalPart(msg.refusal))
-    if getattr(msg, "annotations", None):
-        ctx.dropped.add("message.annotations")
+    annotations = getattr(msg, "annotations", None)
+    if annotations:
+        cites = search.citations_from(annotations, ctx.dropped)
+        texts = [p for p in content if type(p) is TextPart]
+        if len(texts) == 1 and cites:  # the spans index the message's content string: its one text part
+            texts[0].citations = cites
+        elif cites:
+            ctx.dropped.add("message.annotations")
     return content
 
 
@@ -195,9 +204,13 @@ def encode_response(resp: Response, ctx: Context) -> dict[str, Any]:
     details: list[dict[str, Any]] = []
     refusals: list[str] = []
     calls: list[dict[str, Any]] = []
+    annotations: list[dict[str, Any]] = []
+    at = 0
     for p in resp.content:
         if isinstance(p, TextPart):
+            annotations.extend(search.annotation(c, at, len(p.text)) for c in p.citations or [])
             texts.append(p.text)
+            at += len(p.text)
         elif isinstance(p, ThinkingPart):
             if p.text:
                 thinking.append(p.text)
@@ -209,6 +222,8 @@ def encode_response(resp: Response, ctx: Context) -> dict[str, Any]:
                 ctx.dropped.add("thinking_signature")
         elif isinstance(p, RefusalPart):
             refusals.append(p.text)
+        elif isinstance(p, WebSearchPart):  # Chat has no search call: its sources reach the client as annotations
+            ctx.dropped.add("web_search_call")
         elif isinstance(p, ToolCallPart):
             args = wrap_custom_args(p.arguments) if p.kind == "custom" else (p.arguments or "{}")
             calls.append({"id": p.id, "type": "function", "function": {"name": p.name, "arguments": args}})
@@ -223,6 +238,8 @@ def encode_response(resp: Response, ctx: Context) -> dict[str, Any]:
         message["reasoning_details"] = details
     if calls:
         message["tool_calls"] = calls
+    if annotations:
+        message["annotations"] = annotations
     finish = IR_TO_CHAT.get(resp.stop_reason, "stop") if resp.stop_reason is not None else "stop"
     return {
         "id": chat_id(resp.id),

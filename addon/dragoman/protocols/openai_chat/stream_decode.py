@@ -26,6 +26,7 @@ from dragoman.ir.common import Usage
 from dragoman.ir.events import BlockKind
 from dragoman.ir.events import BlockStart
 from dragoman.ir.events import BlockStop
+from dragoman.ir.events import CitationDelta
 from dragoman.ir.events import MessageDelta
 from dragoman.ir.events import MessageStart
 from dragoman.ir.events import MessageStop
@@ -36,12 +37,14 @@ from dragoman.ir.events import TextDelta
 from dragoman.ir.events import ThinkingDelta
 from dragoman.ir.events import ToolArgsDelta
 from dragoman.ir.mapping import chat_stop
+from dragoman.ir.search import Citation
 from dragoman.protocols._checks import COMPACT_AT
 from dragoman.protocols._checks import ToolArgs
 from dragoman.protocols._custom_args import unwrap_custom_args
 from dragoman.protocols.base import Context
 from dragoman.protocols.base import StreamDecoder
 from dragoman.protocols.openai_chat import gemini
+from dragoman.protocols.openai_chat import search
 from dragoman.protocols.openai_chat import stream_parts
 from dragoman.protocols.openai_chat.errors import error_info_from_object
 from dragoman.protocols.openai_chat.reasoning_details import Details
@@ -100,6 +103,8 @@ class ChatStreamDecoder(StreamDecoder):
         self._rd: Details | None = None  # the open thinking block's OpenRouter reasoning_details
         self._thought_tags = ctx.profile.thought_tags  # Gemini's <thought> summaries (see ``gemini``)
         self.in_thought = False
+        #: url_citation annotations waiting for the stop of the text block they cite
+        self._cites: list[Citation] = []
 
     # -- interface
 
@@ -267,6 +272,9 @@ class ChatStreamDecoder(StreamDecoder):
         rd, self._rd = self._rd, None
         if rd is not None and (sig := rd.signature()) is not None:
             out.append(SignatureDelta(self._cur, signature=sig))
+        if self._cites and self._cur_kind is _TEXT:
+            out.extend(CitationDelta(self._cur, c) for c in self._cites)
+            self._cites = []
         out.append(BlockStop(self._cur))
 
     # -- deltas: one method per item type
@@ -285,8 +293,8 @@ class ChatStreamDecoder(StreamDecoder):
         if tcs:
             for pos, tc in enumerate(tcs):
                 self._tool_delta(tc, pos, out)
-        if delta.get("annotations"):
-            self.ctx.dropped.add("delta.annotations")
+        if delta.get("annotations"):  # passed on at the stop of the text block they cite (``_stop_current``)
+            self._cites.extend(search.citations_from(delta["annotations"], self.ctx.dropped))
 
     def _tool_delta(self, tc: Any, pos: int, out: list[StreamEvent]) -> None:
         if not isinstance(tc, dict):
@@ -351,6 +359,9 @@ class ChatStreamDecoder(StreamDecoder):
         self.phase = Phase.FINISHED
 
     def _finish(self) -> list[StreamEvent]:
+        if self._cites:  # annotations of an answer without text
+            self.ctx.dropped.add("delta.annotations")
+            self._cites = []
         self.phase = Phase.DONE
         self.done = True
         return [MessageDelta(self._stop, self._usage), MessageStop()]

@@ -27,6 +27,7 @@ from dragoman.ir.common import Usage
 from dragoman.ir.events import BlockKind
 from dragoman.ir.events import BlockStart
 from dragoman.ir.events import BlockStop
+from dragoman.ir.events import CitationDelta
 from dragoman.ir.events import MessageDelta
 from dragoman.ir.events import MessageStart
 from dragoman.ir.events import MessageStop
@@ -36,11 +37,13 @@ from dragoman.ir.events import StreamEvent
 from dragoman.ir.events import TextDelta
 from dragoman.ir.events import ThinkingDelta
 from dragoman.ir.events import ToolArgsDelta
+from dragoman.ir.events import WebSearch
 from dragoman.ir.mapping import IR_TO_CHAT
 from dragoman.ir.request import CUSTOM_TOOL_PARAM
 from dragoman.protocols.base import Context
 from dragoman.protocols.base import StreamEncoder
 from dragoman.protocols.openai_chat import reasoning_details
+from dragoman.protocols.openai_chat import search
 from dragoman.protocols.openai_chat.errors import error_frame
 from dragoman.protocols.openai_chat.response import chat_id
 from dragoman.protocols.openai_chat.response import encode_usage
@@ -82,6 +85,11 @@ class ChatStreamEncoder(StreamEncoder):
         self._sig_dropped = False
         self._entries: dict[int, int] = {}  # thinking block index -> its reasoning_details entry index
         self._tails: dict[int, bytes] = {}  # thinking block index -> the end of its text chunks (hot path)
+        #: search in play: content characters sent so far, and where each text block starts (annotation spans)
+        self._count = ctx.search is not None
+        self._chars = 0
+        self._base: dict[int, int] = {}
+        self._annotations: list[dict[str, Any]] = []
 
     # -- interface
 
@@ -95,6 +103,8 @@ class ChatStreamEncoder(StreamEncoder):
                     assert isinstance(ev, TextDelta)
                 kind = self._kinds.get(ev.index)
                 if kind is _TEXT:
+                    if self._count:
+                        self._chars += len(ev.text)
                     # == self._chunk({"content": ev.text}), without building and dumping the dicts
                     return self._prefix + _CONTENT_HEAD + _dumps(ev.text) + _CHUNK_TAIL
                 if kind is BlockKind.REFUSAL:
@@ -174,17 +184,35 @@ class ChatStreamEncoder(StreamEncoder):
             return b""
         if type(ev) is SignatureDelta:
             return self._signature(ev)
+        if type(ev) is CitationDelta:
+            return self._citation(ev)
+        if type(ev) is WebSearch:  # Chat has no search call: its sources reach the client as annotations
+            self.ctx.dropped.add("web_search_call")
+            return b""
         if type(ev) is MessageDelta:
             return self._message_delta(ev)
         if type(ev) is StreamError:
             return self.error(ev.error)
         return self._unexpected(ev)
 
+    def _citation(self, ev: CitationDelta) -> bytes:
+        """A citation, spanning the content as the client received it. All go in ONE ``delta.annotations``
+        chunk before the finish (the official SDK's accumulator cannot merge a second annotations list: its
+        entries have no ``index``; OpenRouter sends them in one chunk too)."""
+        if self._kinds.get(ev.index) is not _TEXT or not self._count:
+            self.ctx.dropped.add("citations")
+            return b""
+        base = self._base.get(ev.index, 0)
+        self._annotations.append(search.annotation(ev.citation, base, self._chars - base))
+        return b""
+
     def _block_start(self, ev: BlockStart) -> bytes:
         if ev.index in self._kinds:
             return self._unexpected(ev)
         kind = ev.kind
         self._kinds[ev.index] = kind
+        if kind is _TEXT and self._count:
+            self._base[ev.index] = self._chars
         if kind is BlockKind.REDACTED_THINKING:
             if not ev.data:
                 self.ctx.dropped.add("redacted_thinking")
@@ -230,7 +258,8 @@ class ChatStreamEncoder(StreamEncoder):
             finish = "tool_calls"  # an Anthropic end_turn after tool_use still means tool calls to a Chat client
         elif finish == "tool_calls" and not self._next_tool:
             finish = "stop"  # "tool_calls" without any call would send a Chat agent loop looking for one
-        out = self._chunk({}, finish)
+        out = self._chunk({"annotations": self._annotations}) if self._annotations else b""
+        out += self._chunk({}, finish)
         req = self.ctx.request
         if req is not None and req.include_usage:
             out += self._prefix + b"[]," + b'"usage":' + _dumps(encode_usage(self._usage)) + b"}\n\n"

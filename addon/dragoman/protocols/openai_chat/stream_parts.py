@@ -24,6 +24,7 @@ class ChatDecoderParts(ChatBlocks, Protocol):
 
     ctx: Context
 
+
 _TEXT = BlockKind.TEXT
 _THINKING = BlockKind.THINKING
 

@@ -10,7 +10,7 @@ One module per concern: ``models`` (wire models), ``request_decode`` / ``request
 from __future__ import annotations
 
 from dragoman.protocols import Protocol
-from dragoman.protocols.base import ModuleCodec
+from dragoman.protocols._search import SearchCodec
 from dragoman.protocols.openai_responses.errors import decode_error
 from dragoman.protocols.openai_responses.errors import encode_error
 from dragoman.protocols.openai_responses.request_decode import decode_request
@@ -20,7 +20,7 @@ from dragoman.protocols.openai_responses.response_encode import encode_response
 from dragoman.protocols.openai_responses.stream_decode import ResponsesStreamDecoder
 from dragoman.protocols.openai_responses.stream_encode import ResponsesStreamEncoder
 
-CODEC = ModuleCodec(
+CODEC = SearchCodec(
     Protocol.OPENAI_RESPONSES,
     decode_request=decode_request,
     encode_request=encode_request,

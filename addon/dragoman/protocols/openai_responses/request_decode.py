@@ -27,6 +27,7 @@ from dragoman.ir.request import ToolChoice
 from dragoman.ir.request import ToolResultPart
 from dragoman.protocols._data_url import split_data_url
 from dragoman.protocols._wire import describe_validation_error
+from dragoman.protocols.openai_responses import search
 from dragoman.protocols.openai_responses.models import REQUEST_ADAPTER
 from dragoman.protocols.openai_responses.models import ResponsesRequest
 
@@ -35,6 +36,8 @@ DEFAULT_NAMESPACE = "functions"
 #: ``req.extra`` keys this codec sets (read back by the Responses encoder toward the client)
 EXTRA_ECHO = "responses_echo"
 EXTRA_NAMESPACES = "responses_tool_namespaces"
+#: the ``previous_response_id`` a request still carries (not expanded from the response store)
+EXTRA_PREVIOUS = "responses_previous_response_id"
 
 _HANDLED_KEYS = frozenset(
     {
@@ -76,18 +79,21 @@ def decode_request(body: dict[str, Any]) -> Request:
         w = REQUEST_ADAPTER.validate_python(body)
     except ValidationError as e:
         raise ClientRequestError(f"invalid Responses request: {describe_validation_error(e)}") from e
-    if w.previous_response_id:
-        raise ClientRequestError(
-            "previous_response_id is not supported yet: Dragoman translates each request on its own, "
-            "send the whole conversation in `input` (with store: false)"
-        )
     req = Request(model=w.model)
+    if w.previous_response_id:
+        # toward a Responses upstream it passes as sent; any other upstream needs the response store
+        # (``dragoman.state``), which expands it into the whole history before this decoder runs
+        req.extra[EXTRA_PREVIOUS] = w.previous_response_id
     dropped = req.dropped
     for key in body:
         if key not in _HANDLED_KEYS:
             dropped.add(key)
     _decode_instructions(w.instructions, req)
     namespaces = _decode_tools(_all_tools(w), req)
+    web = next((t for t in req.tools if t.kind == "builtin" and search.is_search_tool(t.raw)), None)
+    if web is not None:
+        req.tools.remove(web)
+        req.web_search = search.spec_from_tool(web.raw or {})
     if isinstance(w.input, str):
         req.messages.append(Message("user", [TextPart(w.input)]))
     else:
@@ -272,9 +278,8 @@ def content_parts(content: Any, dropped: Dropped) -> list[Part]:
             raise ClientRequestError("input: every content part must be an object")
         ptype = p.get("type")
         if ptype in _TEXT_PART_TYPES:
-            out.append(TextPart(p.get("text") or ""))
-            if p.get("annotations"):
-                dropped.add("annotations")
+            cites = search.citations_from(p.get("annotations"), dropped) if p.get("annotations") else None
+            out.append(TextPart(p.get("text") or "", cites))
         elif ptype == "input_image":
             out.append(_image_part(p))
         elif ptype == "input_file":
@@ -339,6 +344,8 @@ def _decode_input(items: list[dict[str, Any]], req: Request, namespaces: Namespa
             d.tool_output(item, itype)
         elif itype == "reasoning":
             d.add("assistant", [reasoning_part(item)])
+        elif itype == search.CALL:
+            d.add("assistant", [search.part_from_item(item)])
         elif itype == "additional_tools":
             continue  # its tools were read with the top-level tools
         else:

@@ -20,10 +20,13 @@ from dragoman.ir.request import ThinkingPart
 from dragoman.ir.request import Tool
 from dragoman.ir.request import ToolCallPart
 from dragoman.ir.request import ToolResultPart
+from dragoman.ir.search import SEARCH_NATIVE
+from dragoman.ir.search import WebSearchPart
 from dragoman.protocols._cache import OPENAI_RETENTIONS
 from dragoman.protocols._cache import session_cache_key
 from dragoman.protocols._data_url import data_url
 from dragoman.protocols.base import Context
+from dragoman.protocols.openai_responses import search
 from dragoman.protocols.openai_responses.models import BUILTIN_TOOL_TYPES
 
 _TOOL_CHOICE_MODES = {"auto": "auto", "any": "required", "none": "none"}
@@ -39,6 +42,9 @@ def encode_request(req: Request, ctx: Context) -> dict[str, Any]:
         _encode_message(msg, items, ctx)
     body["input"] = items
     tools = [tool for tool in (_encode_tool(t, dropped) for t in req.tools) if tool is not None]
+    if req.web_search is not None:
+        tools.append(search.tool_from_spec(req.web_search, ctx))
+        ctx.search = SEARCH_NATIVE
     if tools:
         body["tools"] = tools
     tc = req.tool_choice
@@ -54,6 +60,8 @@ def encode_request(req: Request, ctx: Context) -> dict[str, Any]:
     if r is not None and _wants_reasoning(r):
         body["reasoning"] = _encode_reasoning(r)
         body["include"] = ["reasoning.encrypted_content"]
+    if req.web_search is not None:  # the sources of each search (otherwise only the query comes back)
+        body["include"] = [*body.get("include", []), search.SOURCES_INCLUDE]
     body["store"] = False
     _encode_options(req, body, dropped)
     if req.stream:
@@ -169,6 +177,8 @@ def _content_part(
 ) -> dict[str, Any] | None:
     if isinstance(p, TextPart):
         if assistant:
+            if p.citations:
+                ctx.dropped.add("citations")
             return {"type": "output_text", "text": p.text, "annotations": []}
         return {"type": "input_text", "text": p.text}
     if isinstance(p, RefusalPart):
@@ -183,6 +193,8 @@ def _content_part(
 
 def _item(p: Part, ctx: Context) -> dict[str, Any] | None:
     """A reasoning / tool call / tool result part -> its input item (None when it cannot be carried)."""
+    if isinstance(p, WebSearchPart):
+        return search.history_item(p, ctx)
     if isinstance(p, ThinkingPart):
         if p.encrypted_content and not carry.is_carried(p.encrypted_content):
             item: dict[str, Any] = {"type": "reasoning"}

@@ -20,6 +20,7 @@ from dragoman.ir.response import Response
 from dragoman.protocols._checks import token_count
 from dragoman.protocols._wire import describe_validation_error
 from dragoman.protocols.base import Context
+from dragoman.protocols.openai_responses import search
 from dragoman.protocols.openai_responses.models import RESPONSE_ADAPTER
 from dragoman.protocols.openai_responses.request_decode import reasoning_part
 
@@ -72,6 +73,8 @@ def decode_response(body: dict[str, Any], ctx: Context) -> Response:
             _message(item, content, ctx.dropped)
         elif itype == "reasoning":
             content.append(reasoning_part(item))
+        elif itype == search.CALL:
+            content.append(search.part_from_item(item))
         elif itype == "function_call" or itype == "custom_tool_call":
             tool_use = True
             content.append(_tool_call(item, custom=itype == "custom_tool_call"))
@@ -91,9 +94,8 @@ def _message(item: dict[str, Any], content: list[OutputPart], dropped: Dropped) 
     for p in item.get("content") or []:
         ptype = p.get("type")
         if ptype == "output_text":
-            content.append(TextPart(p.get("text") or ""))
-            if p.get("annotations"):
-                dropped.add("annotations")
+            cites = search.citations_from(p.get("annotations"), dropped) if p.get("annotations") else None
+            content.append(TextPart(p.get("text") or "", cites))
         elif ptype == "refusal":
             content.append(RefusalPart(p.get("refusal") or ""))
         else:

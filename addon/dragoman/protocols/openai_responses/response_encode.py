@@ -18,7 +18,9 @@ from dragoman.ir.request import TextPart
 from dragoman.ir.request import ThinkingPart
 from dragoman.ir.request import ToolCallPart
 from dragoman.ir.response import Response
+from dragoman.ir.search import WebSearchPart
 from dragoman.protocols.base import Context
+from dragoman.protocols.openai_responses import search
 from dragoman.protocols.openai_responses.request_decode import EXTRA_ECHO
 from dragoman.protocols.openai_responses.request_decode import EXTRA_NAMESPACES
 
@@ -35,9 +37,16 @@ def encode_response(resp: Response, ctx: Context) -> dict[str, Any]:
     custom = ctx.custom_tools()
     nsmap = namespaces(ctx)
     output: list[dict[str, Any]] = []
+    cited = any(isinstance(p, TextPart) and p.citations for p in resp.content)
     for n, p in enumerate(resp.content):
-        if isinstance(p, TextPart):
+        if isinstance(p, TextPart) and cited and n and isinstance(resp.content[n - 1], TextPart):
+            continue  # joined into the message of the first text part of its run (below)
+        if isinstance(p, TextPart) and cited:
+            output.append(message_item(f"msg_{suffix}_{n}", cited_text_part(resp.content, n)))
+        elif isinstance(p, TextPart):
             output.append(message_item(f"msg_{suffix}_{n}", text_part(p.text)))
+        elif isinstance(p, WebSearchPart):
+            output.append(search.call_item(p, search.item_id(p)))
         elif isinstance(p, RefusalPart):
             output.append(message_item(f"msg_{suffix}_{n}", refusal_part(p.text)))
         elif isinstance(p, ThinkingPart):
@@ -106,9 +115,9 @@ def base_object(rid: str, model: str, created: int, ctx: Context, status: str) -
         "model": model,
         "output": [],
         "parallel_tool_calls": echo.get("parallel_tool_calls", True),
-        "previous_response_id": None,
+        "previous_response_id": echo.get("previous_response_id"),
         "reasoning": echo.get("reasoning") or {"effort": None, "summary": None},
-        "store": False,
+        "store": bool(echo.get("store", False)),
         "temperature": echo.get("temperature", 1.0),
         "text": echo.get("text") or {"format": {"type": "text"}},
         "tool_choice": echo.get("tool_choice", "auto"),
@@ -148,6 +157,22 @@ def message_item(item_id: str, part: dict[str, Any], status: str = "completed") 
 
 def text_part(text: str) -> dict[str, Any]:
     return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+
+
+def cited_text_part(content: list[Any], start: int) -> dict[str, Any]:
+    """The run of text parts from ``start`` as ONE ``output_text`` with their citations as ``url_citation``
+    annotations over the joined text (an Anthropic upstream cites in blocks of their own; the real API sends
+    one text with annotations)."""
+    texts: list[str] = []
+    annotations: list[dict[str, Any]] = []
+    at = 0
+    for p in content[start:]:
+        if not isinstance(p, TextPart):
+            break
+        annotations.extend(search.annotation(c, at, len(p.text)) for c in p.citations or [])
+        texts.append(p.text)
+        at += len(p.text)
+    return {"type": "output_text", "text": "".join(texts), "annotations": annotations, "logprobs": []}
 
 
 def refusal_part(text: str) -> dict[str, Any]:

@@ -70,10 +70,13 @@ _DROPPED_EVENT_PREFIXES = (
     "response.code_interpreter_call",
     "response.mcp_",
     "response.image_generation_call.",
-    "response.output_text.annotation.added",
+    "response.output_text.annotation.added",  # taken before this list while streaming (``_annotation``)
     "response.audio",
     "response.computer_call",
 )
+
+
+_ANNOTATION = "response.output_text.annotation.added"
 
 
 class ResponsesStreamDecoder(ItemState, StreamDecoder):
@@ -127,6 +130,10 @@ class ResponsesStreamDecoder(ItemState, StreamDecoder):
 
     def _feed_event(self, sse: SSEEvent, obj: Any) -> list[StreamEvent]:
         """Every event the delta fast path did not take: validated into its model, then dispatched."""
+        if type(obj) is dict and obj.get("type") == _ANNOTATION and self.phase is Phase.STREAMING:
+            out: list[StreamEvent] = []
+            self._annotation(obj, out)
+            return out
         try:
             # validate what was already parsed; only unparsable text goes back to pydantic's JSON parser
             ev: StreamEventModel = (
@@ -139,7 +146,7 @@ class ResponsesStreamDecoder(ItemState, StreamDecoder):
             if ev.type != "response.failed":
                 logger.debug("ignoring Responses event %s after the terminal event", logsafe(ev.type))
             return []
-        out: list[StreamEvent] = []
+        out = []
         if type(ev) is LifecycleEvent:
             self._lifecycle(ev, out)
         elif type(ev) is DeltaEvent:

@@ -17,13 +17,16 @@ from dragoman.errors import UpstreamProtocolError
 from dragoman.ir.events import BlockKind
 from dragoman.ir.events import BlockStart
 from dragoman.ir.events import BlockStop
+from dragoman.ir.events import CitationDelta
 from dragoman.ir.events import SignatureDelta
 from dragoman.ir.events import StreamEvent
 from dragoman.ir.events import TextDelta
 from dragoman.ir.events import ThinkingDelta
 from dragoman.ir.events import ToolArgsDelta
+from dragoman.ir.events import WebSearch
 from dragoman.protocols._checks import ToolArgs
 from dragoman.protocols.base import Context
+from dragoman.protocols.openai_responses import search
 from dragoman.protocols.openai_responses.models import ContentPartEvent
 
 
@@ -39,6 +42,7 @@ class ItemKind(Enum):
     REASONING = "reasoning"
     FUNCTION = "function_call"
     CUSTOM = "custom_tool_call"
+    SEARCH = "web_search_call"
     IGNORED = "ignored"
 
 
@@ -76,6 +80,7 @@ _ITEM_KINDS: dict[str | None, ItemKind] = {
     "reasoning": ItemKind.REASONING,
     "function_call": ItemKind.FUNCTION,
     "custom_tool_call": ItemKind.CUSTOM,
+    "web_search_call": ItemKind.SEARCH,
 }
 
 
@@ -92,6 +97,8 @@ class ItemState:
         self._any_item = False
         #: arguments of the open function_call items (by block index), checked as JSON at the terminal event
         self._args = ToolArgs()
+        #: annotations already passed on, by text block index (``response.output_text.annotation.added``)
+        self._cited: dict[int, int] = {}
 
     def _new_block(self, kind: BlockKind) -> Block:
         b = Block(self._next_block, kind)
@@ -165,6 +172,8 @@ class ItemState:
             st = self._item_added({k: v for k, v in item.items() if k not in ("arguments", "input")}, output_index, out)
         if st.kind is ItemKind.MESSAGE:
             self._message_done(st, item, out)
+        elif st.kind is ItemKind.SEARCH:
+            out.append(WebSearch(search.part_from_item(item)))
         elif st.kind is ItemKind.REASONING:
             self._reasoning_done(st, item, out)
         elif st.kind is ItemKind.FUNCTION or st.kind is ItemKind.CUSTOM:
@@ -184,10 +193,25 @@ class ItemState:
             elif ptype == "refusal":
                 b = self._part_block(st, ci, BlockKind.REFUSAL, out)
                 self._emit(b, ("text", ci), p.get("refusal") or "", out)
-            if ptype == "output_text" and p.get("annotations"):
-                self.ctx.dropped.add("annotations")
+            if ptype == "output_text" and p.get("annotations") and ci in st.parts:
+                b = st.parts[ci]
+                cites = search.citations_from(p["annotations"], self.ctx.dropped) or []
+                if b.open:  # the annotations not passed on yet (a producer that sends only the done item)
+                    out.extend(CitationDelta(b.index, c) for c in cites[self._cited.get(b.index, 0) :])
         for b in st.parts.values():
             self._stop(b, out)
+
+    def _annotation(self, obj: dict[str, Any], out: list[StreamEvent]) -> None:
+        """``response.output_text.annotation.added``: a citation of its content part's text."""
+        st = self._lookup(obj.get("item_id"), obj.get("output_index"), "response.output_text.annotation.added")
+        ci = obj.get("content_index")
+        b = st.parts.get(ci if type(ci) is int else 0)
+        cites = search.citations_from([obj.get("annotation")], self.ctx.dropped)
+        if b is None or not b.open or not cites:
+            self.ctx.dropped.add("annotations")
+            return
+        self._cited[b.index] = self._cited.get(b.index, 0) + 1
+        out.append(CitationDelta(b.index, cites[0]))
 
     def _reasoning_done(self, st: Item, item: dict[str, Any], out: list[StreamEvent]) -> None:
         b = st.block

@@ -28,6 +28,7 @@ from dragoman.ir.common import Usage
 from dragoman.ir.events import BlockKind
 from dragoman.ir.events import BlockStart
 from dragoman.ir.events import BlockStop
+from dragoman.ir.events import CitationDelta
 from dragoman.ir.events import MessageDelta
 from dragoman.ir.events import MessageStart
 from dragoman.ir.events import MessageStop
@@ -37,6 +38,7 @@ from dragoman.ir.events import StreamEvent
 from dragoman.ir.events import TextDelta
 from dragoman.ir.events import ThinkingDelta
 from dragoman.ir.events import ToolArgsDelta
+from dragoman.ir.events import WebSearch
 from dragoman.protocols._checks import safe_message
 from dragoman.protocols.base import Context
 from dragoman.protocols.base import StreamEncoder
@@ -46,8 +48,8 @@ from dragoman.protocols.openai_responses.response_encode import encode_usage
 from dragoman.protocols.openai_responses.response_encode import namespaces
 from dragoman.protocols.openai_responses.response_encode import response_id
 from dragoman.protocols.openai_responses.response_encode import stop_status
-from dragoman.protocols.openai_responses.stream_encode_items import ItemFraming
 from dragoman.protocols.openai_responses.stream_encode_items import OutItem
+from dragoman.protocols.openai_responses.stream_encode_search import SearchItems
 
 logger = logging.getLogger(__name__)
 
@@ -59,7 +61,7 @@ class Phase(Enum):
     DONE = "done"  # the terminal event was written
 
 
-class ResponsesStreamEncoder(ItemFraming, StreamEncoder):
+class ResponsesStreamEncoder(SearchItems, StreamEncoder):
     def __init__(self, ctx: Context) -> None:
         super().__init__(ctx)
         self.phase = Phase.WAITING
@@ -75,6 +77,14 @@ class ResponsesStreamEncoder(ItemFraming, StreamEncoder):
         self._usage: Usage = Usage()
         self._custom = ctx.custom_tools()
         self._nsmap = namespaces(ctx)
+        #: the final response object of a completed or incomplete stream (what the response store keeps)
+        self.snapshot: dict[str, Any] | None = None
+        #: search in play: consecutive text blocks join one message (an Anthropic upstream sends each cited
+        #: span as a block of its own); the message item whose block stopped, kept open for the next one
+        self._join = ctx.search is not None
+        self._linger: OutItem | None = None
+        #: where each joined text block starts in its message's text (citation offsets)
+        self._base: dict[int, int] = {}
 
     def _obj(self, status: str) -> dict[str, Any]:
         return base_object(self._rid, self._model, self._created, self.ctx, status)
@@ -134,8 +144,20 @@ class ResponsesStreamEncoder(ItemFraming, StreamEncoder):
 
     def _other(self, ev: StreamEvent) -> bytes:
         """Every event but the deltas (the hot path stays in ``encode``)."""
+        out = b""
+        if self._linger is not None:
+            if type(ev) is BlockStart and ev.kind is BlockKind.TEXT:
+                return self._rejoin(ev)
+            out = self._close_linger()
+        return out + self._other_event(ev)
+
+    def _other_event(self, ev: StreamEvent) -> bytes:
         if type(ev) is BlockStart:
             return self._block_start(ev)
+        if type(ev) is WebSearch:
+            return self._search(ev)
+        if type(ev) is CitationDelta:
+            return self._citation(ev)
         if type(ev) is BlockStop:
             b = self._blocks.get(ev.index)
             if b is None or not b.open:
@@ -144,6 +166,10 @@ class ResponsesStreamEncoder(ItemFraming, StreamEncoder):
                 )
             if b.held:
                 b.open = False  # done on the wire once the items before it are
+                return b""
+            if self._join and b.kind is BlockKind.TEXT:
+                b.open = False
+                self._linger = b
                 return b""
             self._live = None
             return self._block_stop(b) + self._release()
@@ -260,7 +286,7 @@ class ResponsesStreamEncoder(ItemFraming, StreamEncoder):
 
     def _close_open(self, status: str = "completed") -> bytes:
         """The end: the live item and every held one done, in order (``status`` for those still open)."""
-        out = b""
+        out = self._close_linger() if self._linger is not None else b""
         b = self._live
         if b is not None:
             self._live = None
@@ -285,6 +311,8 @@ class ResponsesStreamEncoder(ItemFraming, StreamEncoder):
             etype = "response.failed"
         else:
             etype = "response.completed"
+        if status != "failed":
+            self.snapshot = obj
         self.phase = Phase.DONE
         return out + self._ev(etype, {"response": obj})
 

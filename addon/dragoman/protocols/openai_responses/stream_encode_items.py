@@ -15,7 +15,9 @@ import orjson
 
 from dragoman.ir import carry
 from dragoman.ir.events import BlockKind
+from dragoman.ir.search import WebSearchPart
 from dragoman.protocols.base import Context
+from dragoman.protocols.openai_responses import search
 from dragoman.protocols.openai_responses.response_encode import call_item
 from dragoman.protocols.openai_responses.response_encode import message_item
 from dragoman.protocols.openai_responses.response_encode import reasoning_item
@@ -50,6 +52,8 @@ class OutItem:
         "summary_started",
         "open",
         "held",
+        "search",
+        "annotations",
     )
 
     def __init__(self, kind: BlockKind, output_index: int, item_id: str) -> None:
@@ -74,6 +78,10 @@ class OutItem:
         self.open = True
         #: not on the wire yet: an earlier item is still open there (its text is kept in ``chunks``)
         self.held = False
+        #: a web_search_call item: its search (whole; it has no IR block)
+        self.search: WebSearchPart | None = None
+        #: a message item's url_citation annotations (``search.annotation``), in order
+        self.annotations: list[dict[str, Any]] = []
 
     def keep(self, text: str) -> None:
         """Append to the snapshot; every ``_COMPACT`` small pieces are joined into one, so memory is
@@ -144,6 +152,8 @@ class ItemFraming:
         """A held item going on the wire: ``output_item.added`` (...), then everything it received so far
         as ONE delta (the client concatenates deltas anyway)."""
         b.held = False
+        if b.search is not None:
+            return self._search_added(b)
         out = self._item_added(b)
         value = "".join(b.chunks)
         b.chunks = [value]
@@ -151,9 +161,10 @@ class ItemFraming:
             return out
         kind = b.kind
         if kind is BlockKind.TEXT:
-            return out + self._delta_ev(
-                b, "response.output_text.delta", b'"content_index":0,', value, b',"logprobs":[],'
-            )
+            out += self._delta_ev(b, "response.output_text.delta", b'"content_index":0,', value, b',"logprobs":[],')
+            for n, a in enumerate(b.annotations):
+                out += self._annotation_ev(b, n, a)
+            return out
         if kind is BlockKind.REFUSAL:
             return out + self._delta_ev(b, "response.refusal.delta", b'"content_index":0,', value, b",")
         if kind is BlockKind.THINKING:
@@ -163,6 +174,37 @@ class ItemFraming:
             return out
         etype = "response.custom_tool_call_input.delta" if b.custom else "response.function_call_arguments.delta"
         return out + self._delta_ev(b, etype, b"", value, b",")
+
+    def _annotation_ev(self, b: OutItem, n: int, annotation: dict[str, Any]) -> bytes:
+        return self._ev(
+            "response.output_text.annotation.added",
+            {
+                "item_id": b.item_id,
+                "output_index": b.output_index,
+                "content_index": 0,
+                "annotation_index": n,
+                "annotation": annotation,
+            },
+        )
+
+    def _search_added(self, b: OutItem) -> bytes:
+        """A web_search_call going on the wire: added (in progress), in_progress, searching."""
+        assert b.search is not None
+        where = {"item_id": b.item_id, "output_index": b.output_index}
+        added = search.call_item(b.search, b.item_id, done=False)
+        return (
+            self._ev("response.output_item.added", {"output_index": b.output_index, "item": added})
+            + self._ev("response.web_search_call.in_progress", dict(where))
+            + self._ev("response.web_search_call.searching", dict(where))
+        )
+
+    def _search_done(self, b: OutItem) -> tuple[bytes, dict[str, Any]]:
+        assert b.search is not None
+        item = search.call_item(b.search, b.item_id)
+        if b.search.error is not None:  # the Responses stream has no failed event: the item says failed
+            return b"", item
+        where = {"item_id": b.item_id, "output_index": b.output_index}
+        return self._ev("response.web_search_call.completed", where), item
 
     def _summary_part_added(self, b: OutItem) -> bytes:
         b.summary_started = True
@@ -181,6 +223,10 @@ class ItemFraming:
     def _block_stop(self, b: OutItem, status: str = "completed") -> bytes:
         """Close one output item. status is incomplete when an error cuts the item short."""
         b.open = False
+        if b.search is not None:
+            out, item = self._search_done(b)
+            self._output[b.output_index] = item
+            return out + self._ev("response.output_item.done", {"output_index": b.output_index, "item": item})
         value = "".join(b.chunks)
         b.chunks = [value]
         if b.kind is BlockKind.TEXT or b.kind is BlockKind.REFUSAL:
@@ -196,6 +242,7 @@ class ItemFraming:
         oi = b.output_index
         if b.kind is BlockKind.TEXT:
             part = text_part(value)
+            part["annotations"] = b.annotations
             out = self._ev(
                 "response.output_text.done",
                 {"item_id": b.item_id, "output_index": oi, "content_index": 0, "text": value, "logprobs": []},

@@ -1,0 +1,233 @@
+"""One turn on a Responses WebSocket: a ``response.create`` message's body through the same steps as an HTTP
+request (decode, route, response store, translate), one upstream attempt after another over HTTP with SSE
+(``upstream_http``), and each Responses stream event back as one message (``send``). Errors are Responses
+error events: ``{"type": "error", "status": N, "error": {...}}`` before anything streamed (the shape Codex
+reads for HTTP failures on its socket), the translator's ``error`` + ``response.failed`` after.
+
+``generate: false`` (Codex's prewarm) is answered here without the upstream: ``response.created`` and
+``response.completed`` with no output, kept in the connection's store so the next turn can continue it."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from dragoman.errors import TranslationError
+from dragoman.ir.common import ErrorInfo
+from dragoman.ir.common import ErrorKind
+from dragoman.logsafe import logsafe
+from dragoman.mitm import outbound
+from dragoman.mitm.flowstate import FlowState
+from dragoman.mitm.relay.upstream_http import UpstreamConnectError
+from dragoman.mitm.relay.upstream_http import open_request
+from dragoman.mitm.translate_addon import _trust
+from dragoman.protocols import Protocol
+from dragoman.protocols.registry import get_codec
+from dragoman.routing.router import Candidate
+from dragoman.routing.spec import Limits
+from dragoman.sse.decoder import SSEDecoder
+from dragoman.state.memory import MemoryStore
+from dragoman.translate.plan import Plan
+from dragoman.translate.request import ClientRequest
+from dragoman.translate.request import decode_client_request
+from dragoman.translate.request import encode_upstream_request
+from dragoman.translate.response import translate_error
+from dragoman.translate.stream import PassThrough
+from dragoman.translate.stream import StreamTranslator
+
+logger = logging.getLogger(__name__)
+
+RESPONSES = Protocol.OPENAI_RESPONSES
+Send = Callable[[bytes], None]
+#: statuses after which the next attempt is tried (nothing reached the client yet)
+_RETRY = frozenset({408, 429, 500, 502, 503, 504, 529})
+
+
+def error_message(info: ErrorInfo) -> bytes:
+    """A Responses error event as Codex reads it on the socket (the HTTP status in ``status``)."""
+    err = get_codec(RESPONSES).encode_error(info).get("error", {})
+    return orjson.dumps({"type": "error", "status": info.http_status, "error": err})
+
+
+class Turn:
+    """Runs one ``response.create`` for the addon (``translate``: the Translate addon, read for routes,
+    options and the response store)."""
+
+    def __init__(self, translate: Any, flow: Any, local: MemoryStore, headers: list[tuple[str, str]], send: Send):
+        self.translate = translate
+        self.flow = flow
+        self.local = local
+        self.headers = headers
+        self.send = send
+
+    async def run(self, body: dict[str, Any]) -> None:
+        try:
+            await self._run(body)
+        except Exception as e:  # noqa: BLE001 - one bad turn must not end the connection
+            logger.exception("flow %s: WebSocket turn failed", self.flow.id)
+            self.send(error_message(ErrorInfo(ErrorKind.API_ERROR, f"Dragoman failed: {type(e).__name__}", 500)))
+
+    async def _run(self, body: dict[str, Any]) -> None:
+        generate = body.pop("generate", True)
+        body.pop("type", None)
+        body["stream"] = True
+        try:
+            cr = decode_client_request(orjson.dumps(body), RESPONSES)
+        except TranslationError as e:
+            self.send(error_message(e.to_error_info()))
+            return
+        router = self.translate.routing.router
+        found = router.route(cr.client_model) if router is not None else None
+        if found is None:
+            self.send(error_message(ErrorInfo(ErrorKind.NOT_FOUND, f"no route for model {cr.client_model!r}", 404)))
+            return
+        candidates = router.candidates(found, cr.client_model)
+        prepared = self.translate.responses.prepare(self.flow, cr, candidates, self.translate.routed, self.local)
+        if isinstance(prepared, ErrorInfo):
+            self.send(error_message(prepared))
+            return
+        if generate is False:
+            self._prewarm(prepared)
+            return
+        await self._attempts(prepared, candidates, found.match)
+
+    def _prewarm(self, cr: ClientRequest) -> None:
+        rid = "resp_" + uuid.uuid4().hex
+        obj = {
+            "id": rid,
+            "object": "response",
+            "created_at": int(time.time()),
+            "status": "completed",
+            "model": cr.client_model,
+            "output": [],
+            "usage": {
+                "input_tokens": 0,
+                "input_tokens_details": {"cached_tokens": 0},
+                "output_tokens": 0,
+                "output_tokens_details": {"reasoning_tokens": 0},
+                "total_tokens": 0,
+            },
+        }
+        ticket = cr.state_ticket
+        if ticket is not None:
+            ticket.keep(obj, "")
+        created = {**obj, "status": "in_progress", "usage": None}
+        self.send(orjson.dumps({"type": "response.created", "sequence_number": 0, "response": created}))
+        self.send(orjson.dumps({"type": "response.completed", "sequence_number": 1, "response": obj}))
+
+    async def _attempts(self, cr: ClientRequest, candidates: list[Candidate], route: str) -> None:
+        config = self.translate.routing.config
+        limits: Limits = config.limits if config is not None else Limits()
+        last: bytes | None = None
+        for n, cand in enumerate(candidates):
+            up = cand.upstream
+            plan = Plan(RESPONSES, up.protocol)
+            tctx = self.translate._new_context(up, self.flow)  # noqa: SLF001 - the addon's own context rules
+            try:
+                payload = encode_upstream_request(cr, plan, tctx, cand.model)
+            except TranslationError as e:
+                self.send(error_message(e.to_error_info()))
+                return
+            if up.url is None:
+                last = error_message(ErrorInfo(ErrorKind.API_ERROR, f"upstream {up.name} has no base URL", 502))
+                continue
+            key = up.keys[0].value if up.keys else None
+            own = key is None
+            headers = outbound.relayed_headers(self.headers, up.protocol, key if not own else self._own_key(), not own)
+            headers.append(("accept", "text/event-stream"))
+            try:
+                resp = await open_request(
+                    up.url,
+                    outbound.endpoint_path(up.url, up.protocol),
+                    headers,
+                    payload,
+                    connect_timeout=limits.connect_timeout,
+                    first_byte_timeout=limits.first_byte_timeout,
+                    trust=_trust(),
+                )
+            except UpstreamConnectError as e:
+                logger.warning("flow %s: WebSocket turn: %s: %s", self.flow.id, up.name, logsafe(e))
+                last = error_message(ErrorInfo(ErrorKind.API_ERROR, f"upstream connection failed: {e}", 502))
+                continue
+            state = FlowState(plan, tctx, cr.client_model, cand.model, True)
+            if self.translate.routed:
+                state.route, state.upstream_name = route, up.name
+            state.ticket = cr.state_ticket
+            try:
+                if not 200 <= resp.status < 300:
+                    raw = await resp.read()
+                    hdrs = {k.lower(): v for k, v in resp.headers}
+                    status, _, info = translate_error(resp.status, raw, plan, hdrs)
+                    last = error_message(info)
+                    if status in _RETRY and n + 1 < len(candidates):
+                        continue
+                    break
+                await self._stream(state, resp)
+                return
+            finally:
+                resp.close()
+        if last is not None:
+            self.send(last)
+
+    def _own_key(self) -> str | None:
+        return outbound.client_key(_Headers(self.headers))  # type: ignore[arg-type]
+
+    async def _stream(self, state: FlowState, resp: Any) -> None:
+        plan = state.plan
+        if plan.identity:
+            translator: Any = PassThrough()
+        else:
+            translator = StreamTranslator(
+                get_codec(plan.upstream).stream_decoder(state.ctx),
+                get_codec(plan.client).stream_encoder(state.ctx),
+                self.translate.max_sse_event,
+            )
+        state.translator = translator
+        events = SSEDecoder()
+        idle = float(self.translate.idle_timeout) or None
+        ticket = state.ticket
+        while True:
+            try:
+                chunk = await asyncio.wait_for(resp.next_chunk(), idle)
+            except (TimeoutError, ConnectionError, OSError) as e:
+                timed_out = isinstance(e, TimeoutError)
+                info = ErrorInfo(
+                    ErrorKind.TIMEOUT if timed_out else ErrorKind.API_ERROR,
+                    "upstream sent nothing in time" if timed_out else f"upstream connection failed mid-stream: {e}",
+                    504 if timed_out else 502,
+                )
+                out = translator.fail(info) if hasattr(translator, "fail") else b""
+                self._emit(events, out or error_message(info), raw=not out)
+                return
+            data = chunk or b""
+            out = translator.feed(data) if data else (translator.close() if hasattr(translator, "close") else b"")
+            if ticket is not None:
+                ticket.offer_stream(state, data)  # stored before the end of the answer reaches the client
+            self._emit(events, out)
+            if chunk is None:
+                return
+
+    def _emit(self, events: SSEDecoder, out: bytes, raw: bool = False) -> None:
+        if raw:
+            self.send(out)
+            return
+        if out:
+            for ev in events.feed(out):
+                if ev.data and ev.data != "[DONE]":
+                    self.send(ev.data.encode())
+
+
+class _Headers:
+    """The few lookups ``outbound.client_key`` makes, over a header list."""
+
+    def __init__(self, headers: list[tuple[str, str]]) -> None:
+        self._h = {k.lower(): v for k, v in headers}
+
+    def get(self, name: str, default: str | None = None) -> str | None:
+        return self._h.get(name.lower(), default)
