@@ -93,11 +93,22 @@ class Routed:
         )
         try:
             wait_port(self.port, self.proc)
+            self._wait_routes_loaded()
         except PortTaken:
             raise
         except RuntimeError:
             self.stop()
             raise RuntimeError(f"mitmdump failed to start:\n{self.log()}") from None
+
+    def _wait_routes_loaded(self, timeout: float = 60.0) -> None:
+        """mitmproxy listens before it has loaded a hot-reloadable ``-s`` script (the script loads in a task
+        beside the servers' start), so the port alone does not say the routes file was read: a test that
+        rewrites the file too early would change what start-up reads. Wait for the addon's start-up line."""
+        deadline = time.monotonic() + timeout
+        while "routes from " not in self.log():
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("the routes file was not loaded")
+            time.sleep(0.05)
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
