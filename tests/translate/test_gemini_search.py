@@ -348,3 +348,19 @@ def test_byte_char_offsets_are_exact(text):
         assert gsearch.byte_to_char(text, b) == c
     assert gsearch.byte_to_char("a🏆b", 2) == 1  # inside a character: that character's start
     assert Cite("u", "x") == Cite("u", "x")
+
+
+def test_grounding_validator_rejects_character_offsets():
+    """The strict check can fail: the same supports with character (not byte) offsets, or a wrong chunk index."""
+    body = gemini_body()
+    full = TEXT1 + TEXT2
+    sup = body["candidates"][0]["groundingMetadata"]["groundingSupports"][2]
+    piece = sup["segment"]["text"]
+    a = full.index(piece)
+    sup["segment"].update(startIndex=a, endIndex=a + len(piece))  # characters: wrong for non-ASCII text
+    with pytest.raises(AssertionError):
+        vs.gemini_body(body)
+    body = gemini_body()
+    body["candidates"][0]["groundingMetadata"]["groundingSupports"][0]["groundingChunkIndices"] = [2]
+    with pytest.raises(AssertionError, match="out of range"):
+        vs.gemini_body(body)
