@@ -14,20 +14,19 @@ from __future__ import annotations
 
 import json
 import uuid
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 from corpus_loader import Sample
 from corpus_loader import samples
-
 from dragoman.demo.agent import Agent
 from dragoman.demo.agent import offered_tools
 from dragoman.demo.agent import tool_results
+from dragoman.demo.answer import Answer
 from dragoman.demo.answer import Call
 from dragoman.demo.answer import Ids
 from dragoman.demo.answer import pieces
-from dragoman.demo.answer import Answer
 from dragoman.demo.render import render
 from dragoman.demo.server import FakeUpstream
 from dragoman.demo.wire import ANTHROPIC
@@ -48,12 +47,16 @@ RECORDINGS = {
 }
 
 
-@lru_cache(maxsize=None)
+@cache
 def recording(protocol: str, stream: bool) -> Sample:
     want = RECORDINGS[(protocol, stream)]
-    found = [s for s in samples(protocol, stream=stream, ok=True) if s.name.split("#")[0] == want]
+    found = [
+        s
+        for s in samples(protocol, stream=stream, ok=True)
+        if s.name.split("#")[0] == want and b"web_search" in s.body  # the interaction that searched
+    ]
     assert found, f"corpus sample {want} is missing"
-    return found[-1] if not stream else found[0]
+    return found[0]
 
 
 def hosted_search_offered(protocol: str, body: dict[str, Any]) -> bool:
