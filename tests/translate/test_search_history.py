@@ -134,7 +134,9 @@ def test_a_forced_web_search_is_required_on_responses():
     bash = {"name": "Bash", "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}}}
     both, bctx = _encode(A, {**CLAUDE_CODE_SEARCH, "tools": [bash, *CLAUDE_CODE_SEARCH["tools"]]}, R)
     assert both["tool_choice"] == "required" and "tool_choice.web_search" in bctx.dropped.fields
-    forced_bash, _ = _encode(A, {**CLAUDE_CODE_SEARCH, "tools": [bash], "tool_choice": {"type": "tool", "name": "Bash"}}, R)
+    forced_bash, _ = _encode(
+        A, {**CLAUDE_CODE_SEARCH, "tools": [bash], "tool_choice": {"type": "tool", "name": "Bash"}}, R
+    )
     assert forced_bash["tool_choice"] == {"type": "function", "name": "Bash"}
     # a Chat upstream that cannot search gets neither the tool nor a choice naming it
     chat, cctx = _encode(A, CLAUDE_CODE_SEARCH, C)
@@ -206,7 +208,11 @@ def _history(name: str) -> tuple[Protocol, dict]:
     if name.startswith("anthropic"):
         first = json.loads(_sample(name.replace("#1", "#0")).body)
         assert any(b.get("citations") for b in first["content"])
-        body["messages"] = [body["messages"][0], {"role": "assistant", "content": first["content"]}, body["messages"][2]]
+        body["messages"] = [
+            body["messages"][0],
+            {"role": "assistant", "content": first["content"]},
+            body["messages"][2],
+        ]
     return (A if name.startswith("anthropic") else R), body
 
 
