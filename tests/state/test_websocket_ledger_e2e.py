@@ -91,8 +91,11 @@ def test_websocket_turns_are_ledgered_and_renamed_back(proxy, upstream) -> None:
         assert events[-1]["type"] == "response.completed"
         done = events[-1]["response"]
         calls = [o for o in done["output"] if o["type"] == "function_call"]
-        added = [m["item"]["name"] for m in events if m["type"] == "response.output_item.added"
-                 and m["item"]["type"] == "function_call"]
+        added = [
+            m["item"]["name"]
+            for m in events
+            if m["type"] == "response.output_item.added" and m["item"]["type"] == "function_call"
+        ]
         if proxy.target == "anthropic":
             assert SEEN[-1] == ["mcp__browser_click", "mcp__fs__read"]  # renamed going up
         else:

@@ -38,6 +38,7 @@ from dragoman.routing.router import Candidate
 from dragoman.routing.spec import Limits
 from dragoman.sse.decoder import SSEDecoder
 from dragoman.state.memory import MemoryStore
+from dragoman.translate.mcp_names import McpNameStream
 from dragoman.translate.plan import Plan
 from dragoman.translate.request import ClientRequest
 from dragoman.translate.request import decode_client_request
@@ -47,7 +48,6 @@ from dragoman.translate.stream import PassThrough
 from dragoman.translate.stream import StreamTranslator
 from dragoman.translate.usage import PassThroughUsage
 from dragoman.translate.usage import UsageTap
-from dragoman.translate.mcp_names import McpNameStream
 
 logger = logging.getLogger(__name__)
 
