@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from tests.e2e.conftest import Proxy
+from tests.e2e.conftest import free_port
 from tests.state.ws_client import WsClient
 
 from dragoman.demo import FakeUpstream
@@ -115,3 +116,23 @@ def test_websocket_turns_are_ledgered_and_renamed_back(proxy, upstream) -> None:
     assert (ok["input_tokens"], ok["output_tokens"], ok["error"], ok["estimated"]) == (21, 5, 0, 0)
     assert ok["client_model"] == "gpt-5-codex" and ok["stream"] == 1
     assert bad["error"] == 1 and bad["status"] == 500 and bad["output_tokens"] == 0
+
+
+def test_refused_upstream_is_a_ledger_error_row(tmp_path) -> None:
+    class Gone:
+        url = f"http://127.0.0.1:{free_port()}"  # nothing listens there: connections are refused
+
+    gone: Any = Gone()
+    p = Proxy("anthropic", gone, tmp_path, ["--set", f"dragoman_ledger={tmp_path / 'usage.sqlite3'}"])
+    try:
+        c = WsClient(p.port)
+        try:
+            body = {"model": "gpt-5-codex", "store": False, "input": [{"role": "user", "content": "go"}]}
+            events = c.turn(body)
+            assert events[-1]["type"] == "error" and events[-1]["status"] == 502
+        finally:
+            c.close()
+    finally:
+        p.stop()
+    got = rows(tmp_path / "usage.sqlite3", 1)
+    assert [(r["status"], r["error"], r["output_tokens"]) for r in got] == [(502, 1, 0)]

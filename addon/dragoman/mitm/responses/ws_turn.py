@@ -165,14 +165,10 @@ class Turn:
                 logger.warning("flow %s: WebSocket turn: %s: %s", self.flow.id, up.name, logsafe(e))
                 tried.append({"upstream": up.name, "model": cand.model, "status": None, "class": "connect"})
                 last = error_message(ErrorInfo(ErrorKind.API_ERROR, f"upstream connection failed: {e}", 502))
+                failed = (self._state(cr, plan, tctx, cand, route, tried), 502)
                 continue
-            state = FlowState(plan, tctx, cr.client_model, cand.model, True)
-            state.client_name = str(self.flow.metadata.get(CLIENT_METADATA_KEY, ""))
-            if self.translate.routed:
-                state.route, state.upstream_name = route, up.name
-            state.ticket = cr.state_ticket
+            state = self._state(cr, plan, tctx, cand, route, tried)
             tried.append({"upstream": up.name, "model": cand.model, "status": resp.status})
-            state.attempts = tried
             try:
                 if not 200 <= resp.status < 300:
                     raw = await resp.read()
@@ -191,6 +187,17 @@ class Turn:
             self._record(failed[0], failed[1], failed=True)
         if last is not None:
             self.send(last)
+
+    def _state(
+        self, cr: ClientRequest, plan: Plan, tctx: Any, cand: Candidate, route: str, tried: list[dict[str, Any]]
+    ) -> FlowState:
+        state = FlowState(plan, tctx, cr.client_model, cand.model, True)
+        state.client_name = str(self.flow.metadata.get(CLIENT_METADATA_KEY, ""))
+        if self.translate.routed:
+            state.route, state.upstream_name = route, cand.upstream.name
+        state.ticket = cr.state_ticket
+        state.attempts = tried
+        return state
 
     def _record(self, state: FlowState, status: int, failed: bool) -> None:
         """One ledger row for the turn, as an HTTP flow writes one (``mitm.usage``)."""
