@@ -261,7 +261,9 @@ def validate_stream(data: bytes, *, strict: bool = True) -> Summary:
             phase == "stopped",
             f"anthropic stream ended in phase {phase!r} without message_stop or error (block {open_idx} open)",
         )
-    s.search = search.anthropic_stream(data, strict=strict and s.error is None)  # hosted web search and citations (``validators.search``)
+    s.search = search.anthropic_stream(
+        data, strict=strict and s.error is None
+    )  # hosted web search and citations (``validators.search``)
     return s
 
 

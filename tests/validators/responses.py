@@ -383,7 +383,9 @@ def validate_stream(data: bytes, *, strict: bool = True) -> Summary:
             raise AssertionError(f"{where}: unknown event type {t!r}")
     del stream_text
     need(phase == "terminal", f"responses stream ended in phase {phase!r} without a terminal event")
-    s.search = search.responses_stream(data, strict=strict) if s.error is None else None  # hosted web search and citations (``validators.search``)
+    s.search = (
+        search.responses_stream(data, strict=strict) if s.error is None else None
+    )  # hosted web search and citations (``validators.search``)
     return s
 
 
