@@ -40,7 +40,7 @@ def start(tmp_path, *sets: str) -> subprocess.CompletedProcess:
             "DRAGOMAN_SURELY_UNSET is not set",
         ),
         (("dragoman_target=openai-chat", "dragoman_upstream=ftp://x"), "dragoman_upstream"),
-        (("dragoman_target=gemini",), "dragoman_target"),
+        (("dragoman_target=vertex",), "dragoman_target"),
         (("dragoman_match=~q ((",), "dragoman_match"),
         (("dragoman_read_size=1k",), "dragoman_read_size"),
     ],
