@@ -12,10 +12,10 @@ real provider recordings, which deviate in a few documented, tolerated ways (see
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from dataclasses import field
 from collections.abc import Generator
 from collections.abc import Iterable
+from dataclasses import dataclass
+from dataclasses import field
 from typing import Any
 
 

@@ -20,8 +20,8 @@ from typing import Any
 
 from dragoman.lint import Checker
 from dragoman.lint import Summary
-from dragoman.lint import drive
 from dragoman.lint import ToolCall
+from dragoman.lint import drive
 from dragoman.lint import is_int
 from dragoman.lint import load_body
 from dragoman.lint import need
@@ -273,7 +273,9 @@ def validate_stream(data: bytes, *, strict: bool = True) -> Summary:
     frames, _ = parse_sse(data, strict=strict)
     s = Summary()
     drive(stream_checker(s, strict), frames)
-    s.search = search.anthropic_stream(data, strict=strict and s.error is None)  # hosted web search and citations (``validators.search``)
+    s.search = search.anthropic_stream(
+        data, strict=strict and s.error is None
+    )  # hosted web search and citations (``validators.search``)
     return s
 
 

@@ -31,8 +31,8 @@ from typing import Any
 
 from dragoman.lint import Checker
 from dragoman.lint import Summary
-from dragoman.lint import drive
 from dragoman.lint import ToolCall
+from dragoman.lint import drive
 from dragoman.lint import is_int
 from dragoman.lint import load_body
 from dragoman.lint import need

@@ -157,7 +157,7 @@ class StreamLint:
 class _FlatSummary(Summary):
     """A Summary that keeps no text: live linting holds only the grammar state, not the content."""
 
-    @property  # type: ignore[override]
+    @property
     def text(self) -> str:
         return ""
 

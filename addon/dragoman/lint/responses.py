@@ -27,8 +27,8 @@ from typing import Any
 
 from dragoman.lint import Checker
 from dragoman.lint import Summary
-from dragoman.lint import drive
 from dragoman.lint import ToolCall
+from dragoman.lint import drive
 from dragoman.lint import is_int
 from dragoman.lint import load_body
 from dragoman.lint import need
@@ -395,7 +395,9 @@ def validate_stream(data: bytes, *, strict: bool = True) -> Summary:
     frames, _ = parse_sse(data, strict=strict)
     s = Summary()
     drive(stream_checker(s, strict), frames)
-    s.search = search.responses_stream(data, strict=strict) if s.error is None else None  # hosted web search and citations (``validators.search``)
+    s.search = (
+        search.responses_stream(data, strict=strict) if s.error is None else None
+    )  # hosted web search and citations (``validators.search``)
     return s
 
 
