@@ -79,6 +79,14 @@ def load_body(body: bytes | str | dict) -> dict[str, Any]:
     return obj
 
 
+class EventError(AssertionError):
+    """A violation found in an earlier event than the last one sent to a checker (``index``: that event)."""
+
+    def __init__(self, index: int, message: str) -> None:
+        super().__init__(message)
+        self.index = index
+
+
 def need(cond: bool, msg: str) -> None:
     if not cond:
         raise AssertionError(msg)

@@ -27,6 +27,7 @@ import re
 from typing import Any
 
 from dragoman.lint import Checker
+from dragoman.lint import EventError
 from dragoman.lint import Summary
 from dragoman.lint import ToolCall
 from dragoman.lint import drive
@@ -246,7 +247,13 @@ def stream_checker(s: Summary, strict: bool = True) -> Checker:
             need(f.event is None, f"frame #{f.n}: Gemini events have no event name")
             obj = f.json()
         if held is not None:
-            if _one(acc, held, n, f is None):
+            try:
+                is_error = _one(acc, held, n, f is None)
+            except EventError:
+                raise
+            except AssertionError as e:
+                raise EventError(n, str(e)) from None
+            if is_error:
                 need(f is None, f"event #{n}: nothing may follow an error event")
                 return
         if f is None:

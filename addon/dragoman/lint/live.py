@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dragoman.lint import Checker
+from dragoman.lint import EventError
 from dragoman.lint import Summary
 from dragoman.lint import anthropic
 from dragoman.lint import chat
@@ -67,6 +68,7 @@ class StreamLint:
         self._frames = 0
 
     def feed(self, chunk: bytes) -> Violation | None:
+        """Raw SSE bytes -> the first violation (returned once; later calls check nothing)."""
         if self._checker is None:
             return None
         try:
@@ -81,8 +83,9 @@ class StreamLint:
         return self._lines(parts)
 
     def close(self) -> Violation | None:
+        """The end of the stream -> a new violation (None: none, or it was already returned)."""
         if self._checker is None:
-            return self.violation
+            return None
         try:
             tail = self._pending + self._decoder.decode(b"", final=True)
         except UnicodeDecodeError as e:
@@ -90,15 +93,14 @@ class StreamLint:
         if tail.strip("\r\n") or self._has_data:
             if self.strict:
                 return self._fail("the stream does not end with a blank line (unterminated last event)")
-            self._lines([*_LINES.split(tail.rstrip("\r\n")), ""])
-        if self._checker is None:
-            return self.violation
+            if self._lines([*_LINES.split(tail.rstrip("\r\n")), ""]) is not None:
+                return self.violation
         try:
             self._checker.send(None)
         except StopIteration:
             pass
         except AssertionError as e:
-            return self._fail(str(e), -1)
+            return self._fail(str(e), e.index if isinstance(e, EventError) else -1)
         self._checker = None
         return None
 
@@ -144,7 +146,7 @@ class StreamLint:
                 self._fail("event after the end of the stream", frame.n)
             return True
         except AssertionError as e:
-            self._fail(str(e), frame.n)
+            self._fail(str(e), e.index if isinstance(e, EventError) else frame.n)
             return True
         return False
 
