@@ -246,9 +246,7 @@ class Translate(TranslateConfig):
             return
         if not resp.headers.get("content-type", "").lower().startswith("text/event-stream"):
             return
-        if not inbound.install_stream(
-            flow, state, self.usage.on, self.max_sse_event, self.keep_answer, self.lint
-        ):
+        if not inbound.install_stream(flow, state, self.usage.on, self.max_sse_event, self.keep_answer, self.lint):
             return
         if self.idle_timeout > 0 and state.relay_token is None:  # the relay watches relayed flows itself
             state.watchdog = IdleWatchdog(flow, self.idle_timeout).start()
