@@ -8,10 +8,11 @@ colon, and a stream that does not end with a blank line (an unterminated last ev
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
+
+import orjson
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
 
@@ -25,7 +26,7 @@ class Frame:
 
     def json(self) -> Any:
         try:
-            return json.loads(self.data)
+            return orjson.loads(self.data)
         except ValueError as e:
             raise AssertionError(
                 f"frame #{self.n} ({self.event or 'no event'}): data is not JSON: {e}: {self.data[:200]!r}"
