@@ -10,7 +10,7 @@ EXTRAS ?= test,clients,dev
 JOBS ?= 2
 PYTEST_ARGS ?=
 
-.PHONY: help install test test-unit test-e2e lint check coverage run bench bench-quick bench-load bench-ledger bench-record bench-limits golden fuzz
+.PHONY: help install test test-unit test-e2e lint check coverage run bench bench-quick bench-load bench-ledger bench-record bench-limits bench-caching golden fuzz
 
 help:
 	@echo "make install   create $(VENV) with $(PY) and install Dragoman editable with [$(EXTRAS)]"
@@ -73,6 +73,7 @@ bench:  ## performance benchmark (issue 6): prints one table, writes bench/resul
 	$(PYTHON) bench/record.py
 	$(PYTHON) bench/limits.py
 	$(PYTHON) bench/responses_state.py
+	$(PYTHON) bench/caching.py
 	$(PYTHON) bench/lint.py
 
 bench-load:  ## issue 31: Dragoman vs a pass-through mitmdump under four loads, as ratios (also part of `make bench`)
@@ -90,6 +91,10 @@ bench-ledger:  ## usage ledger (issue 15): add() cost on the calling thread, wri
 bench-record:  ## recorder (issue 23, 3(d)): RSS growth and the worst stall of a concurrent flow while recording
 	@test -x $(PYTHON) || $(MAKE) install
 	$(PYTHON) bench/record.py
+
+bench-caching:  ## issue 36: share of input tokens read from cache, 10-turn Responses and Chat sessions, main vs this tree
+	@test -x $(PYTHON) || $(MAKE) install
+	$(PYTHON) bench/caching.py
 
 bench-limits:  ## issue 23, 3(a)(b)(c)(e): mitmdump peak RSS per hostile request (also part of `make bench`)
 	@test -x $(PYTHON) || $(MAKE) install

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dragoman.ir.common import ErrorInfo
 from dragoman.ir.common import ErrorKind
+from dragoman.ir.limits import Overflow
 
 
 class TranslationError(Exception):
@@ -45,3 +46,22 @@ class TranslatorStateError(TranslationError):
 
     status_hint = 500
     kind = ErrorKind.API_ERROR
+
+
+class ContextOverflowError(ClientRequestError):
+    """The request's estimated input already exceeds the model's declared context window: answered as the
+    client's API answers a context overflow, without spending an upstream call."""
+
+    def __init__(self, tokens: int, limit: int, model: str) -> None:
+        super().__init__(
+            f"prompt is too long: {tokens} tokens > {limit} maximum (Dragoman's estimate of the input against "
+            f"the context window the routes file declares for {model})"
+        )
+        self.tokens = tokens
+        self.limit = limit
+
+    def to_error_info(self) -> ErrorInfo:
+        info = super().to_error_info()
+        info.code = "context_length_exceeded"
+        info.overflow = Overflow(self.tokens, self.limit)
+        return info

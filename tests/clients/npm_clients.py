@@ -235,15 +235,17 @@ def run_codex(
     model: str | None = None,
     resume: bool = False,
     timeout: float = RUN_TIMEOUT_S,
+    extra_config: str = "",
     websockets: bool = False,
 ) -> Run:
-    """``codex exec PROMPT`` with a ``[model_providers.dragoman]`` pointing at ``base_url`` (with /v1).
+    """``codex exec PROMPT`` with a ``[model_providers.dragoman]`` pointing at ``base_url`` (with /v1);
+    ``extra_config``: top-level ``config.toml`` lines (e.g. ``model_context_window = N``).
 
     ``resume=True``: ``codex exec resume --last PROMPT``, a new turn of the newest session in ``codex_home``.
     """
     codex_home.mkdir(parents=True, exist_ok=True)
     workdir.mkdir(parents=True, exist_ok=True)
-    (codex_home / "config.toml").write_text(codex_config(base_url, model, websockets))
+    (codex_home / "config.toml").write_text(extra_config + codex_config(base_url, model, websockets))
     env = base_env(codex_home / "home")
     env.update({"CODEX_HOME": str(codex_home), "DRAGOMAN_API_KEY": API_KEY})
     (codex_home / "home").mkdir(exist_ok=True)

@@ -76,7 +76,7 @@ def test_key_values_never_show_in_repr():
         ("routes: []\n", "routes.yaml line 1: upstreams: missing: give a list of upstreams"),
         (
             "upstream: []\n",
-            "routes.yaml line 1: top level: unknown field 'upstream' (allowed: upstreams, routes, clients, limits)",
+            "routes.yaml line 1: top level: unknown field 'upstream' (allowed: upstreams, routes, clients, limits, models)",
         ),
     ],
 )
@@ -128,7 +128,7 @@ def replace(old: str, new: str) -> str:
         ),
         (
             replace("    keys: [literal-key]\n", "    key: literal-key\n"),
-            "routes.yaml line 12: upstreams[2]: unknown field 'key' (allowed: name, protocol, base_url, keys, profile)",
+            "routes.yaml line 12: upstreams[2]: unknown field 'key' (allowed: name, protocol, base_url, keys, profile, cache)",
         ),
         (
             replace("max_attempts: 3", "max_attempts: 0"),

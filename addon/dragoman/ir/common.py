@@ -3,6 +3,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from dragoman.ir.limits import Overflow
 from dragoman.ir.lossy import LossReport
 
 
@@ -111,6 +112,9 @@ class ErrorInfo:
     param: str | None = None
     retry_after: str | None = None
     request_id: str | None = None
+    #: set when the error is a context-length overflow (``dragoman.translate.overflow``); the client codecs
+    #: answer it in their own overflow terms
+    overflow: Overflow | None = None
 
     @property
     def http_status(self) -> int:

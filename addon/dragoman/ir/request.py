@@ -184,6 +184,11 @@ class Request:
     include_usage: bool | None = None
     #: how many answers the client asked for (Chat ``n``); only a Chat upstream can give more than one
     n: int | None = None
+    #: the client's prompt-cache routing key (OpenAI ``prompt_cache_key``), see ``dragoman.protocols._cache``
+    prompt_cache_key: str | None = None
+    #: how long the client asks a cached prefix to live: OpenAI ``prompt_cache_retention`` ("in_memory",
+    #: "24h") or Anthropic ``cache_control.ttl`` ("5m", "1h")
+    cache_retention: str | None = None
     #: the hosted web search the client offers (``dragoman.ir.search``), None: none
     web_search: WebSearchSpec | None = None
     #: fields of the source request the IR could not carry (names only)

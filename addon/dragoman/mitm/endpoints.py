@@ -277,7 +277,8 @@ class Endpoints:
         routing = self._routing()
         if routing is not None and routing.router is not None:
             # every model the routes make reachable (each upstream's own list would name models no route serves)
-            names = [model_lists.ModelInfo(m) for m in routing.router.listed_models()]
+            router = routing.router
+            names = [model_lists.ModelInfo(m, limits=router.limits_for(m)) for m in router.listed_models()]
             self._answer(flow, 200, orjson.dumps(model_lists.model_list(names, shape)), JSON_CT, "models")
             return
         reverse = hosts.is_reverse(flow)

@@ -85,6 +85,8 @@ class FlowState:
             meta["attempts"] = list(self.attempts)
         if self.client_name:
             meta["client_name"] = self.client_name
+        if self.ctx.adjusted:
+            meta["adjusted"] = list(self.ctx.adjusted)
         if self.request_id:
             meta["request_id"] = self.request_id
         if self.lint is not None and self.lint.reports:

@@ -283,7 +283,7 @@ def translate_whole(flow: http.HTTPFlow, state: FlowState) -> None:
     content_type = "text/event-stream" if is_sse else JSON_CT
     try:
         if not 200 <= status < 300:
-            status, out, _info = translate_error(status, body, plan, headers)
+            status, out, _info = translate_error(status, body, plan, headers, state.ctx)
             content_type = JSON_CT
         elif not is_sse:
             try:
@@ -372,7 +372,12 @@ def log_done(flow: http.HTTPFlow, state: FlowState, status: int) -> None:
 
 
 def log_dropped(flow: http.HTTPFlow, state: FlowState) -> None:
-    """One WARNING per flow naming what the translation lost (field paths only; reasons are in the flow)."""
+    """One WARNING per flow naming what the translation lost (field paths only; reasons are in the flow), and
+    one naming what was adjusted to the model's declared limits."""
+    if state.ctx.adjusted:
+        logger.warning(
+            "flow %s: adjusted to the model's declared limits: %s", flow.id, logsafe(", ".join(state.ctx.adjusted))
+        )
     report = state.ctx.dropped
     if report.entries:
         logger.warning(

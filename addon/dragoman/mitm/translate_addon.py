@@ -46,6 +46,7 @@ from dragoman.routing.attempts import Attempts
 from dragoman.routing.keyspec import resolve_key as resolve_api_key
 from dragoman.routing.router import Candidate
 from dragoman.routing.spec import Upstream
+from dragoman.routing.spec import anthropic_cache
 from dragoman.routing.spec import upstream_profile
 from dragoman.routing.url import join_endpoint
 from dragoman.routing.url import parse_upstream
@@ -142,12 +143,15 @@ class Translate(TranslateConfig):
             # mitmproxy's own forwarding gives an HTML 502 and cuts the stream there.
             self._relayed(flow, client, cr, route, candidates)
 
-    def _new_context(self, up: Upstream, flow: http.HTTPFlow) -> Context:
+    def _new_context(self, up: Upstream, flow: http.HTTPFlow, model: str) -> Context:
+        config = self.routing.config
         return Context(
             strict=ctx.options.dragoman_strict,
             chat_reasoning_field=ctx.options.dragoman_chat_reasoning,
             chat_max_tokens_field=ctx.options.dragoman_chat_max_tokens_field,
             profile=upstream_profile(up, flow.request.host, flow.request.port),
+            model_limits=config.model_limits(up.name, model) if config is not None else None,
+            anthropic_cache=anthropic_cache(up, flow.request.host),
             mcp_prefix=self.mcp_prefix,
         )
 
@@ -175,7 +179,7 @@ class Translate(TranslateConfig):
         """One possible attempt: mitmproxy forwards the flow itself (no extra hop)."""
         up = cand.upstream
         plan = Plan(client, up.protocol)
-        tctx = self._new_context(up, flow)
+        tctx = self._new_context(up, flow, cand.model)
         body = self._encode(flow, cr, plan, tctx, cand.model)
         if body is None:
             return
@@ -200,10 +204,11 @@ class Translate(TranslateConfig):
         config = self.routing.config
         assert config is not None
         first = candidates[0]
-        state = self._state(
-            flow, Plan(client, first.upstream.protocol), self._new_context(first.upstream, flow), cr, route, first
+        first_ctx = self._new_context(first.upstream, flow, first.model)
+        state = self._state(flow, Plan(client, first.upstream.protocol), first_ctx, cr, route, first)
+        exchange = RoutedExchange(
+            flow, client, cr, state, lambda up, model: self._new_context(up, flow, model), self.routed
         )
-        exchange = RoutedExchange(flow, client, cr, state, lambda up: self._new_context(up, flow), self.routed)
         job = exchange.make_job(
             Attempts(candidates, self.routing.pools, config.limits),
             config.limits,

@@ -13,6 +13,7 @@ from typing import Any
 from dragoman.ir.common import Dropped
 from dragoman.ir.common import ErrorInfo
 from dragoman.ir.events import StreamEvent
+from dragoman.ir.limits import ModelLimits
 from dragoman.ir.request import Request
 from dragoman.ir.response import Response
 from dragoman.protocols.profiles import GENERIC
@@ -51,6 +52,16 @@ class Context:
     #: the local estimate of the request's input tokens (``translate.tokens``), set by the translate layer
     #: for an Anthropic client's stream: its ``message_start`` shows it when the upstream reports usage at the end
     input_tokens_estimate: int | None = None
+    #: computes ``input_tokens_estimate`` on demand (set by the translate layer; an overflow answer uses it)
+    estimate: Callable[[], int] | None = None
+    #: the upstream model's declared limits (routes file ``models:``), None when none are declared
+    model_limits: ModelLimits | None = None
+    #: how an Anthropic upstream is asked to cache a request from a client of another protocol:
+    #: "auto" (top-level ``cache_control``), "breakpoints" (explicit ones on tools/system/last turns), "off"
+    #: (the codec default; the addon sets each upstream's mode, ``routing.spec.anthropic_cache``)
+    anthropic_cache: str = "off"
+    #: what the translation changed on purpose (e.g. ``max_tokens 32000 -> 8192``), for one log line
+    adjusted: list[str] = field(default_factory=list)
     #: how the upstream serves the hosted web search the request offers (``dragoman.ir.search.SEARCH_*``),
     #: set by the upstream's request encoder; None: no search offered
     search: str | None = None
@@ -62,6 +73,12 @@ class Context:
     def report(self) -> Dropped:
         """The lossiness report (the same object as ``dropped``)."""
         return self.dropped
+
+    def estimate_input_tokens(self) -> int | None:
+        """The request's estimated input tokens (``translate.tokens``), computed once when first asked."""
+        if self.input_tokens_estimate is None and self.estimate is not None:
+            self.input_tokens_estimate = self.estimate()
+        return self.input_tokens_estimate
 
     def custom_tools(self) -> set[str]:
         return self.request.custom_tool_names() if self.request is not None else set()

@@ -67,6 +67,8 @@ class Profile:
     thought_tags: bool = False
     #: "max_tokens" or "max_completion_tokens"; "" keeps ``dragoman_chat_max_tokens_field``
     max_tokens_field: str = ""
+    #: the provider takes OpenAI's ``prompt_cache_key`` / ``prompt_cache_retention`` (``protocols._cache``)
+    cache_key: bool = False
     #: how the provider runs a hosted web search (``SEARCH_*``); ``search_models``: the model globs that can
     #: (empty: every model)
     web_search: str = SEARCH_NONE
@@ -93,6 +95,7 @@ PROFILES: dict[str, Profile] = {
             efforts=("none", "minimal", "low", "medium", "high", "xhigh"),
             echo="",
             max_tokens_field="max_completion_tokens",
+            cache_key=True,
             web_search=SEARCH_OPTIONS,
             search_models=("*search*",),
             hosts=("api.openai.com",),

@@ -13,14 +13,17 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
+from dragoman.ir.limits import ModelLimits
 from dragoman.protocols import Protocol
 from dragoman.protocols import profiles
+from dragoman.protocols._cache import CACHE_MODES
 from dragoman.routing.keyspec import describe_key
 from dragoman.routing.keyspec import resolve_key
 from dragoman.routing.spec import ClientKey
 from dragoman.routing.spec import Config
 from dragoman.routing.spec import KeyRef
 from dragoman.routing.spec import Limits
+from dragoman.routing.spec import ModelSpec
 from dragoman.routing.spec import Route
 from dragoman.routing.spec import Target
 from dragoman.routing.spec import Upstream
@@ -29,8 +32,9 @@ from dragoman.routing.url import parse_upstream
 from dragoman.translate.plan import ModelRule
 
 PROTOCOLS = tuple(p.value for p in Protocol)
-TOP_KEYS = ("upstreams", "routes", "clients", "limits")
-UPSTREAM_KEYS = ("name", "protocol", "base_url", "keys", "profile")
+TOP_KEYS = ("upstreams", "routes", "clients", "limits", "models")
+UPSTREAM_KEYS = ("name", "protocol", "base_url", "keys", "profile", "cache")
+MODEL_KEYS = ("match", "upstream", "context_window", "max_output_tokens")
 ROUTE_KEYS = ("match", "to")
 CLIENT_KEYS = ("name", "key", "models", "routes")
 LIMIT_KEYS = tuple(Limits.__dataclass_fields__)
@@ -83,7 +87,7 @@ def load_config(text: str, source: str, environ: Mapping[str, str]) -> Config:
     routes = _routes(w, doc, upstreams)
     clients = _clients(w, doc, environ, routes)
     limits = _limits(w, doc)
-    return Config(upstreams, routes, clients, limits, source)
+    return Config(upstreams, routes, clients, limits, source, _models(w, doc, upstreams))
 
 
 def _no_unknown(w: _Where, node: Mapping[str, Any], path: str, allowed: tuple[str, ...]) -> None:
@@ -153,8 +157,48 @@ def _upstreams(w: _Where, doc: Mapping[str, Any], environ: Mapping[str, str]) ->
             url: UpstreamURL = parse_upstream(base)
         except ValueError as e:
             raise w.fail(node, path, f"bad base_url {base!r}: {e}", "base_url") from None
-        out[name] = Upstream(name, Protocol(proto), url, _keys(w, node, path, environ), _profile(w, node, path, proto))
+        keys = _keys(w, node, path, environ)
+        out[name] = Upstream(
+            name, Protocol(proto), url, keys, _profile(w, node, path, proto), _cache(w, node, path, proto)
+        )
     return out
+
+
+def _cache(w: _Where, node: Mapping[str, Any], path: str, proto: str) -> str:
+    if "cache" not in node:
+        return ""
+    value = node["cache"]
+    if not isinstance(value, str) or value not in CACHE_MODES:
+        raise w.fail(node, path, f"unknown cache mode {value!r} (allowed: {', '.join(CACHE_MODES)})", "cache")
+    if proto != Protocol.ANTHROPIC_MESSAGES.value:
+        raise w.fail(
+            node, path, f"'cache' applies to {Protocol.ANTHROPIC_MESSAGES.value} upstreams, not {proto}", "cache"
+        )
+    return value
+
+
+def _models(w: _Where, doc: Mapping[str, Any], upstreams: dict[str, Upstream]) -> tuple[ModelSpec, ...]:
+    out: list[ModelSpec] = []
+    for i, node in enumerate(_list(w, doc, "models", required=False)):
+        path = f"models[{i}]"
+        if not isinstance(node, Mapping):
+            raise w.fail(doc["models"], path, "must be a mapping with match and context_window/max_output_tokens", i)
+        _no_unknown(w, node, path, MODEL_KEYS)
+        match = _str(w, node, path, "match")
+        path = f"{path} (match {match!r})"
+        upstream = _str(w, node, path, "upstream", required=False)
+        if upstream and upstream not in upstreams:
+            raise w.fail(node, path, f"unknown upstream {upstream!r} (upstreams: {', '.join(upstreams)})", "upstream")
+        numbers: dict[str, int | None] = {}
+        for key in ("context_window", "max_output_tokens"):
+            value = node.get(key)
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+                raise w.fail(node, f"{path}.{key}", "must be a number of tokens >= 1", key)
+            numbers[key] = value
+        if numbers["context_window"] is None and numbers["max_output_tokens"] is None:
+            raise w.fail(node, path, "give context_window, max_output_tokens or both")
+        out.append(ModelSpec(match, ModelLimits(**numbers), upstream))
+    return tuple(out)
 
 
 def _profile(w: _Where, node: Mapping[str, Any], path: str, proto: str) -> str:

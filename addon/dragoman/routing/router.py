@@ -5,6 +5,7 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass
 
+from dragoman.ir.limits import ModelLimits
 from dragoman.routing.spec import Config
 from dragoman.routing.spec import Route
 from dragoman.routing.spec import Upstream
@@ -43,6 +44,14 @@ class Router:
             chosen = target.model if target.model is not None else map_model(list(route.model_map), model)
             out.append(Candidate(upstream, chosen))
         return out
+
+    def limits_for(self, model: str) -> ModelLimits | None:
+        """The declared limits (routes file ``models:``) of the first target ``model`` is routed to."""
+        route = self.route(model)
+        if route is None:
+            return None
+        first = self.candidates(route, model)[0]
+        return self.config.model_limits(first.upstream.name, first.model)
 
     def listed_models(self) -> list[str]:
         """Every ``match`` without wildcards and every explicit ``UPSTREAM/MODEL`` model, in file order."""

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import fnmatch
 from dataclasses import dataclass
 from dataclasses import field
 
+from dragoman.ir.limits import ModelLimits
 from dragoman.protocols import Protocol
 from dragoman.protocols import profiles
 from dragoman.routing.url import UpstreamURL
@@ -29,6 +31,9 @@ class Upstream:
     keys: tuple[KeyRef, ...] = ()
     #: the provider profile of an openai-chat upstream (``dragoman.protocols.profiles``); "auto": from the host
     profile: str = "auto"
+    #: how an anthropic-messages upstream is asked to cache other protocols' requests (``protocols._cache``):
+    #: "auto" (request-level ``cache_control``), "breakpoints", "off"; "" picks per host (``anthropic_cache``)
+    cache: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +81,16 @@ class Limits:
 
 
 @dataclass(frozen=True, slots=True)
+class ModelSpec:
+    """A model's declared limits (routes file ``models:``): ``match`` globs the model sent upstream."""
+
+    match: str
+    limits: ModelLimits
+    #: only for this upstream ("" : any)
+    upstream: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class Config:
     upstreams: dict[str, Upstream]
     routes: tuple[Route, ...]
@@ -83,6 +98,14 @@ class Config:
     limits: Limits = Limits()
     #: where it came from, for messages: a file path, or "options"
     source: str = "options"
+    models: tuple[ModelSpec, ...] = ()
+
+    def model_limits(self, upstream: str, model: str) -> ModelLimits | None:
+        """The declared limits of ``model`` on ``upstream`` (first matching entry), None when none match."""
+        for spec in self.models:
+            if (not spec.upstream or spec.upstream == upstream) and fnmatch.fnmatchcase(model, spec.match):
+                return spec.limits
+        return None
 
     @property
     def holds_keys(self) -> bool:
@@ -109,3 +132,16 @@ def describe_profile(up: Upstream) -> str | None:
         return "auto (detected per request from the host the client asked for)"
     found, _ = profiles.choose(None, up.url.host, up.url.port)
     return f"{found.name} (detected from {up.url.host})"
+
+
+#: hosts known to take Anthropic's request-level (automatic) ``cache_control``
+AUTO_CACHE_HOSTS = ("api.anthropic.com",)
+
+
+def anthropic_cache(up: Upstream, host: str) -> str:
+    """The cache mode of a request to ``up`` (see ``Upstream.cache``): as set, else "auto" toward Anthropic's
+    own API and explicit "breakpoints" toward other Anthropic-compatible servers (which may lack the form)."""
+    if up.cache:
+        return up.cache
+    h = (up.url.host if up.url is not None else host).lower().rstrip(".")
+    return "auto" if any(h == d or h.endswith("." + d) for d in AUTO_CACHE_HOSTS) else "breakpoints"

@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import Any
 from typing import NamedTuple
 
+from dragoman.ir.limits import ModelLimits
 from dragoman.protocols import Protocol
 from dragoman.translate.plan import ModelRule
 
@@ -33,6 +34,9 @@ class ModelInfo(NamedTuple):
     id: str
     display_name: str | None = None
     created: int = 0  # epoch seconds
+    #: the routes file's declared limits: Anthropic ``max_input_tokens``/``max_tokens``, OpenAI-shape
+    #: ``context_length``/``max_completion_tokens`` (as OpenRouter lists them)
+    limits: ModelLimits | None = None
 
 
 def family(protocol: Protocol) -> Protocol:
@@ -95,22 +99,36 @@ GEMINI_METHODS = ["generateContent", "streamGenerateContent", "countTokens"]
 
 
 def model_object(info: ModelInfo, shape: Protocol) -> dict[str, Any]:
+    lim = info.limits
     if shape is Protocol.GEMINI:
-        return {
+        gem: dict[str, Any] = {
             "name": "models/" + info.id,
             "baseModelId": info.id,
             "version": "001",
             "displayName": info.display_name or info.id,
             "supportedGenerationMethods": GEMINI_METHODS,
         }
+        if lim is not None and lim.context_window:
+            gem["inputTokenLimit"] = lim.context_window
+        if lim is not None and lim.max_output_tokens:
+            gem["outputTokenLimit"] = lim.max_output_tokens
+        return gem
     if family(shape) is Protocol.ANTHROPIC_MESSAGES:
-        return {
+        out: dict[str, Any] = {
             "type": "model",
             "id": info.id,
             "display_name": info.display_name or info.id,
             "created_at": _rfc3339(info.created),
         }
-    return {"id": info.id, "object": "model", "created": info.created, "owned_by": OWNED_BY}
+        names = ("max_input_tokens", "max_tokens")
+    else:
+        out = {"id": info.id, "object": "model", "created": info.created, "owned_by": OWNED_BY}
+        names = ("context_length", "max_completion_tokens")
+    if lim is not None:
+        for name, value in zip(names, (lim.context_window, lim.max_output_tokens), strict=True):
+            if value is not None:
+                out[name] = value
+    return out
 
 
 def model_list(models: Iterable[ModelInfo], shape: Protocol) -> dict[str, Any]:

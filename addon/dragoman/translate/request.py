@@ -25,6 +25,9 @@ from dragoman.protocols.registry import get_codec
 from dragoman.translate.images import dropped_name
 from dragoman.translate.images import keep_recent_images
 from dragoman.translate.mcp_names import rename_request
+from dragoman.translate.model_limits import check_window
+from dragoman.translate.model_limits import clamp
+from dragoman.translate.model_limits import clamp_body
 from dragoman.translate.plan import ModelRule
 from dragoman.translate.plan import Plan
 from dragoman.translate.plan import map_model
@@ -42,8 +45,10 @@ class ClientRequest:
     client_model: str
     stream: bool
     #: an Anthropic stream's estimated input tokens (``translate.tokens``), computed at the first
-    #: translated attempt
+    #: translated attempt (or when a declared window or an overflow answer needs it)
     input_tokens_estimate: int | None = None
+    #: the output limit the client asked for (``request.max_tokens`` may be clamped per attempt)
+    max_tokens: int | None = None
     #: what storing the answer needs (``dragoman.mitm.responses.state.Ticket``), for a stored Responses request
     state_ticket: Any = None
     #: ``raw`` is not the client's body as it came (older images replaced, ``translate.images``)
@@ -93,11 +98,27 @@ def decode_client_request(body: bytes, client: Protocol, keep_images: int = 0, p
         raise too_deep(e) from None
     if client is Protocol.GEMINI:
         apply_path(req, path)
-    cr = ClientRequest(body, obj, req, req.model, req.stream, rewritten=bool(replaced))
+    cr = ClientRequest(body, obj, req, req.model, req.stream, max_tokens=req.max_tokens, rewritten=bool(replaced))
     if replaced:
         req.dropped.add(dropped_name(replaced, keep_images))
         cr.own_losses.add(dropped_name(replaced, keep_images))
     return cr
+
+
+def client_estimate(cr: ClientRequest, client: Protocol) -> int:
+    """The client request's estimated input tokens (computed once): an Anthropic request as it came, another
+    protocol's through its Anthropic form (the estimator counts Anthropic shapes)."""
+    if cr.input_tokens_estimate is None:
+        if client is Protocol.ANTHROPIC_MESSAGES:
+            cr.input_tokens_estimate = estimate_input_tokens(cr.obj)
+        else:
+            saved, cr.request.max_tokens = cr.request.max_tokens, cr.max_tokens
+            try:
+                body = get_codec(Protocol.ANTHROPIC_MESSAGES).encode_request(cr.request, Context())
+            finally:
+                cr.request.max_tokens = saved
+            cr.input_tokens_estimate = estimate_input_tokens(body)
+    return cr.input_tokens_estimate
 
 
 def encode_upstream_request(cr: ClientRequest, plan: Plan, ctx: Context, model: str) -> bytes:
@@ -123,8 +144,10 @@ def _encode(cr: ClientRequest, plan: Plan, ctx: Context, model: str) -> bytes:
             "(dragoman_responses_store is off): send the whole conversation in `input` instead"
         )
     ctx.request = req
+    ctx.estimate = lambda: client_estimate(cr, plan.client)
+    estimate = check_window(ctx, model)
     ctx.search = None  # set by the upstream's encoder (an earlier attempt's upstream may have been another)
-    body = _encode_body(cr, plan, ctx, model)
+    body = _encode_body(cr, plan, ctx, model, estimate)
     if ctx.mcp_prefix and plan.upstream is Protocol.ANTHROPIC_MESSAGES:
         # the names go up as mcp__...; the answer's way back renames them (``ctx.extra["mcp_names"]``)
         body, back = rename_request(body)
@@ -133,22 +156,28 @@ def _encode(cr: ClientRequest, plan: Plan, ctx: Context, model: str) -> bytes:
     return body
 
 
-def _encode_body(cr: ClientRequest, plan: Plan, ctx: Context, model: str) -> bytes:
+def _encode_body(cr: ClientRequest, plan: Plan, ctx: Context, model: str, estimate: int | None) -> bytes:
     req = cr.request
     if plan.identity:  # the client's bytes go on as they are (or as keep_images left them): only that is lost
         ctx.dropped.merge(cr.own_losses)
-        if model == cr.client_model or plan.client is Protocol.GEMINI:  # Gemini's model is in the URL
+        obj = cr.obj
+        same_model = model == cr.client_model or plan.client is Protocol.GEMINI  # Gemini's model is in the URL
+        if ctx.model_limits is not None:
+            obj = dict(obj)
+            if not clamp_body(obj, plan.client, ctx, estimate) and same_model:
+                return cr.raw
+        elif same_model:
             return cr.raw
-        obj = dict(cr.obj)
-        obj["model"] = model
+        obj = dict(obj)
+        if plan.client is not Protocol.GEMINI:
+            obj["model"] = model
         return orjson.dumps(obj)
     ctx.dropped.merge(req.dropped)
+    req.max_tokens = clamp(cr.max_tokens, ctx, estimate)
     if plan.client is Protocol.ANTHROPIC_MESSAGES and cr.stream:
         # an Anthropic stream opens with message_start and its input_tokens; a Chat or Responses upstream
         # reports usage only at the end, so the client gets the estimate count_tokens gives until then
-        if cr.input_tokens_estimate is None:
-            cr.input_tokens_estimate = estimate_input_tokens(cr.obj)
-        ctx.input_tokens_estimate = cr.input_tokens_estimate
+        ctx.input_tokens_estimate = client_estimate(cr, plan.client)
         ctx.dropped.approximate(
             "message_start.usage.input_tokens",
             "estimated locally: the upstream reports usage only at the end (message_delta has its figures)",

@@ -37,6 +37,7 @@ from dragoman.sse.capped import CappedSSEDecoder
 from dragoman.sse.capped import SSELimitError
 from dragoman.sse.decoder import SSEDecoder
 from dragoman.sse.events import COMMENT
+from dragoman.translate.overflow import recognise
 
 logger = logging.getLogger(__name__)
 
@@ -167,6 +168,10 @@ class StreamTranslator:
 
     def _to_error(self, err: ErrorInfo) -> bytes:
         self.phase = Phase.ERROR
+        overflow = recognise(err)
+        if overflow is not None:  # an in-stream context overflow: the client's own overflow terms
+            logger.warning("context overflow in the stream: the upstream said %s", logsafe(err.message, 500))
+            err = overflow
         self.error_info = err
         try:
             return self._enc.error(err)

@@ -32,8 +32,11 @@ def test_corpus_requests_decode(name, proto, body):
     n_msgs = len(body["messages"])
     assert len(req.messages) + (1 if req.system else 0) <= n_msgs
     for key in body:
-        if key in ("prompt_cache_key", "prompt_cache_options", "models", "provider", "transforms"):
+        if key in ("prompt_cache_options", "models", "provider", "transforms"):
             assert key in req.dropped.fields
+    # the cache key crosses (issue 36): carried in the IR, never listed as dropped
+    assert req.prompt_cache_key == body.get("prompt_cache_key")
+    assert "prompt_cache_key" not in req.dropped.fields
 
 
 @pytest.mark.parametrize("path", CAPTURES, ids=[p.name for p in CAPTURES])

@@ -54,8 +54,11 @@ def test_codex_requests_decode_and_reencode(path):
     assert req.system and "Codex" in req.system[0].text  # leading developer messages
     assert req.messages[0].role == "user"
     names = {t.name for t in req.tools}
-    assert {"store", "include", "prompt_cache_key", "client_metadata"} <= set(req.dropped.fields)
+    assert {"store", "include", "client_metadata"} <= set(req.dropped.fields)
+    # Codex's own prompt_cache_key is carried (issue 36) and given back to a Responses upstream as sent
+    assert req.prompt_cache_key == body["prompt_cache_key"] and "prompt_cache_key" not in req.dropped.fields
     out = CODEC.encode_request(req, Context(request=req))
+    assert out["prompt_cache_key"] == body["prompt_cache_key"]
     assert out["store"] is False
     assert out["instructions"].startswith(req.system[0].text[:50])
     assert all(t["name"] in names for t in out["tools"] if t["type"] in ("function", "custom"))

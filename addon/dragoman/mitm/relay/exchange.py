@@ -42,7 +42,7 @@ class RoutedExchange:
         client: Protocol,
         cr: ClientRequest,
         state: FlowState,
-        new_context: Callable[[Upstream], Context],
+        new_context: Callable[[Upstream, str], Context],
         named: bool,
     ) -> None:
         req = flow.request
@@ -85,7 +85,7 @@ class RoutedExchange:
     def prepare(self, att: Attempt) -> Prepared:
         up = att.candidate.upstream
         plan = Plan(self.client, up.protocol)
-        actx = self.new_context(up)
+        actx = self.new_context(up, att.candidate.model)
         body = encode_upstream_request(self.cr, plan, actx, att.candidate.model)
         profile_log.log_placeholders(self.flow_id, actx)
         configured = att.key is not None

@@ -128,7 +128,7 @@ class Turn:
         for n, cand in enumerate(candidates):
             up = cand.upstream
             plan = Plan(RESPONSES, up.protocol)
-            tctx = self.translate._new_context(up, self.flow)  # noqa: SLF001 - the addon's own context rules
+            tctx = self.translate._new_context(up, self.flow, cand.model)  # noqa: SLF001 - the addon's own context rules
             try:
                 payload = encode_upstream_request(cr, plan, tctx, cand.model)
             except TranslationError as e:

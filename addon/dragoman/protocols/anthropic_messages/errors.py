@@ -108,8 +108,27 @@ def error_type(err: ErrorInfo) -> str:
     return ERROR_TYPE_BY_KIND.get(err.kind, "api_error")
 
 
+def overflow_message(err: ErrorInfo) -> str:
+    """A context overflow (``ErrorInfo.overflow``) as the Anthropic API words it; Claude Code parses these
+    numbers to decide how much to compact (or how far to lower ``max_tokens``)."""
+    o = err.overflow
+    if o is None:
+        return err.message
+    if o.tokens is not None and o.limit is not None:
+        if o.output is not None and o.tokens <= o.limit:
+            return (
+                f"input length and `max_tokens` exceed context limit: {o.tokens} + {o.output} > {o.limit}, "
+                "decrease input length or `max_tokens` and try again"
+            )
+        return f"prompt is too long: {o.tokens} tokens > {o.limit} maximum"
+    if err.message.lower().startswith("prompt is too long"):
+        return err.message
+    return f"prompt is too long: {err.message}"
+
+
 def encode_error(err: ErrorInfo) -> dict[str, Any]:
-    out: dict[str, Any] = {"type": "error", "error": {"type": error_type(err), "message": err.message}}
+    message = overflow_message(err) if err.overflow is not None else err.message
+    out: dict[str, Any] = {"type": "error", "error": {"type": error_type(err), "message": message}}
     if err.request_id:
         out["request_id"] = err.request_id
     return out

@@ -37,6 +37,7 @@ from dragoman.ir.request import Request
 from dragoman.ir.request import TextPart
 from dragoman.ir.request import Tool
 from dragoman.ir.search import SEARCH_NATIVE
+from dragoman.protocols._cache import mark_anthropic
 from dragoman.protocols.anthropic_messages import search
 from dragoman.protocols.anthropic_messages.content_encode import part_blocks
 from dragoman.protocols.base import Context
@@ -384,4 +385,7 @@ def encode_request(req: Request, ctx: Context) -> dict[str, Any]:
     if req.user:
         out["metadata"] = {"user_id": req.user}
     _put_tools(out, req, thinking_on, ctx)
+    if req.prompt_cache_key:
+        ctx.dropped.add("prompt_cache_key")  # Anthropic routes caches by prefix; there is no key to give
+    mark_anthropic(out, ctx.anthropic_cache, req.cache_retention)
     return out

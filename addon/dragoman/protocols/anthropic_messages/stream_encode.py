@@ -56,6 +56,7 @@ from dragoman.ir.search import Citation
 from dragoman.protocols._checks import safe_message
 from dragoman.protocols.anthropic_messages import search
 from dragoman.protocols.anthropic_messages.errors import error_type
+from dragoman.protocols.anthropic_messages.errors import overflow_message
 from dragoman.protocols.anthropic_messages.response import UNSIGNED_PATH
 from dragoman.protocols.anthropic_messages.response import UNSIGNED_REASON
 from dragoman.protocols.anthropic_messages.response import message_id
@@ -390,7 +391,8 @@ class AnthropicStreamEncoder(SearchBlocks, StreamEncoder):
 
     def error(self, err: ErrorInfo) -> bytes:
         self.phase = EncPhase.FAILED
-        body = {"type": "error", "error": {"type": error_type(err), "message": err.message}}
+        message = overflow_message(err) if err.overflow is not None else err.message
+        body = {"type": "error", "error": {"type": error_type(err), "message": message}}
         if err.request_id:
             body["request_id"] = err.request_id
         try:

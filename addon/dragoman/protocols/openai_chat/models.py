@@ -135,6 +135,8 @@ class ChatRequest(WireModel):
     reasoning: dict[str, Any] | None = None
     response_format: dict[str, Any] | None = None
     n: int | None = None
+    prompt_cache_key: str | None = None
+    prompt_cache_retention: str | None = None
 
 
 #: Top-level request keys the decoder maps into the IR; every other key is named in ``dropped``.

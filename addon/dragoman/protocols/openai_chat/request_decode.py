@@ -68,6 +68,8 @@ def decode_request(body: dict[str, Any]) -> Request:
     if wire.stream_options is not None and wire.stream_options.include_usage is not None:
         req.include_usage = wire.stream_options.include_usage
     req.user = wire.user
+    req.prompt_cache_key = wire.prompt_cache_key or None
+    req.cache_retention = wire.prompt_cache_retention or None
     req.reasoning = _reasoning(wire.reasoning_effort, wire.reasoning)
     req.response_format = _response_format(wire.response_format)
     _decode_messages(wire.messages, req, custom_names)

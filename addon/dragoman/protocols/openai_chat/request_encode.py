@@ -37,6 +37,8 @@ from dragoman.ir.request import ToolCallPart
 from dragoman.ir.request import ToolResultPart
 from dragoman.ir.search import WebSearchPart
 from dragoman.ir.search import context_text
+from dragoman.protocols._cache import OPENAI_RETENTIONS
+from dragoman.protocols._cache import session_cache_key
 from dragoman.protocols._custom_args import wrap_custom_args
 from dragoman.protocols._data_url import data_url
 from dragoman.protocols.base import Context
@@ -54,6 +56,20 @@ CUSTOM_TOOL_PARAMETERS: dict[str, Any] = {
     "additionalProperties": False,
 }
 _EMPTY_PARAMETERS: dict[str, Any] = {"type": "object", "properties": {}}
+
+
+def put_cache_key(req: Request, ctx: Context, out: dict[str, Any]) -> None:
+    """``prompt_cache_key`` (and ``prompt_cache_retention``) where the provider profile takes them; the key is
+    the client's own, or one derived from its session identity (``caching.session_cache_key``)."""
+    key = req.prompt_cache_key or session_cache_key(req.user)
+    if not ctx.profile.cache_key:
+        if req.prompt_cache_key:
+            ctx.dropped.add("prompt_cache_key")
+        return
+    if key:
+        out["prompt_cache_key"] = key
+    if req.cache_retention in OPENAI_RETENTIONS:
+        out["prompt_cache_retention"] = req.cache_retention
 
 
 def encode_request(req: Request, ctx: Context) -> dict[str, Any]:
@@ -74,6 +90,7 @@ def encode_request(req: Request, ctx: Context) -> dict[str, Any]:
         out["stop"] = list(req.stop)
     if req.user is not None:
         out["user"] = req.user
+    put_cache_key(req, ctx, out)
     encode_reasoning(req, ctx, out)
     rf = req.response_format
     if rf is not None:

@@ -56,6 +56,8 @@ _HANDLED_KEYS = frozenset(
         "user",
         "safety_identifier",
         "previous_response_id",
+        "prompt_cache_key",
+        "prompt_cache_retention",
     }
 )
 #: request fields a Responses object echoes back (as the client sent them)
@@ -103,6 +105,7 @@ def decode_request(body: dict[str, Any]) -> Request:
     req.top_p = w.top_p
     req.stream = bool(w.stream)
     req.user = w.safety_identifier or w.user
+    req.prompt_cache_key, req.cache_retention = cache_fields(body)
     if w.reasoning is not None:
         req.reasoning = _decode_reasoning(w.reasoning, dropped)
     if w.text is not None:
@@ -111,6 +114,14 @@ def decode_request(body: dict[str, Any]) -> Request:
     if namespaces:
         req.extra[EXTRA_NAMESPACES] = {ir: ns for ir, ns in namespaces.items() if ns[0] != DEFAULT_NAMESPACE}
     return req
+
+
+def cache_fields(body: dict[str, Any]) -> tuple[str | None, str | None]:
+    """(``prompt_cache_key``, ``prompt_cache_retention``) of an OpenAI request (Chat or Responses), strings only."""
+    key, retention = body.get("prompt_cache_key"), body.get("prompt_cache_retention")
+    return (key if isinstance(key, str) and key else None), (
+        retention if isinstance(retention, str) and retention else None
+    )
 
 
 def _decode_instructions(instructions: str | list[dict[str, Any]] | None, req: Request) -> None:

@@ -22,6 +22,8 @@ from dragoman.ir.request import ToolCallPart
 from dragoman.ir.request import ToolResultPart
 from dragoman.ir.search import SEARCH_NATIVE
 from dragoman.ir.search import WebSearchPart
+from dragoman.protocols._cache import OPENAI_RETENTIONS
+from dragoman.protocols._cache import session_cache_key
 from dragoman.protocols._data_url import data_url
 from dragoman.protocols.base import Context
 from dragoman.protocols.openai_responses import search
@@ -80,6 +82,11 @@ def _encode_options(req: Request, body: dict[str, Any], dropped: Dropped) -> Non
         dropped.add("stop_sequences")
     if req.user:
         body["user"] = req.user
+    key = req.prompt_cache_key or session_cache_key(req.user)
+    if key:
+        body["prompt_cache_key"] = key
+    if req.cache_retention in OPENAI_RETENTIONS:
+        body["prompt_cache_retention"] = req.cache_retention
     rf = req.response_format
     if rf is not None and rf.type != "text":
         body["text"] = {"format": _encode_format(rf)}
