@@ -18,6 +18,7 @@ from dragoman.lint import responses as vr
 from dragoman.lint.flow import FlowLint
 from dragoman.lint.flow import describe
 from dragoman.lint.live import StreamLint
+from dragoman.lint.live import _FlatSummary
 from dragoman.lint.live import check_body
 from dragoman.protocols import Protocol
 from dragoman.protocols.base import Context
@@ -159,10 +160,12 @@ def test_hand_broken_upstream_streams_are_flagged_once_with_their_index(proto):
 
 
 def test_the_flat_summary_keeps_no_text():
-    lint = StreamLint("anthropic")
-    lint.feed(_stream([GOOD[0], GOOD[1]] + [GOOD[2]] * 200))
-    assert lint._checker is not None  # noqa: SLF001 - still checking, and
-    assert lint.violation is None
+    s = _FlatSummary()
+    s.text += "hello"
+    assert s.text == ""
+    lint = StreamLint("anthropic")  # a long text stream checks fine with it
+    assert lint.feed(_stream([GOOD[0], GOOD[1]] + [GOOD[2]] * 200 + GOOD[3:])) is None
+    assert lint.close() is None
 
 
 def test_bodies():
