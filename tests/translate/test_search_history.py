@@ -176,7 +176,11 @@ def _history(name: str) -> tuple[Protocol, dict]:
     if name.startswith("anthropic"):
         first = json.loads(_sample(name.replace("#1", "#0")).body)
         assert any(b.get("citations") for b in first["content"])
-        body["messages"] = [body["messages"][0], {"role": "assistant", "content": first["content"]}, body["messages"][2]]
+        body["messages"] = [
+            body["messages"][0],
+            {"role": "assistant", "content": first["content"]},
+            body["messages"][2],
+        ]
     return (A if name.startswith("anthropic") else R), body
 
 

@@ -21,6 +21,7 @@ from typing import Any
 ANTHROPIC = "anthropic"
 RESPONSES = "responses"
 CHAT = "chat"
+GEMINI = "gemini"
 
 #: Anthropic's ``web_search_tool_result_error.error_code`` for "no search here"
 UNAVAILABLE = "unavailable"
@@ -28,6 +29,7 @@ UNAVAILABLE = "unavailable"
 #: how the upstream of an exchange serves a requested search (``Context.search``)
 SEARCH_NATIVE = "native"  # calls and results come back (Anthropic, Responses)
 SEARCH_ANNOTATIONS = "annotations"  # only citations come back (Chat search models, OpenRouter's web plugin)
+SEARCH_GROUNDING = "grounding"  # searches and citations come after the text they cite (Gemini's groundingMetadata)
 SEARCH_UNAVAILABLE = "unavailable"  # the upstream cannot search: the client gets an unavailable result
 
 

@@ -23,6 +23,13 @@ Shapes and their sources:
   ``annotations: [{"type": "url_citation", "url_citation": {"url", "title", "start_index", "end_index"}}]`` on the
   message (``delta.annotations`` streamed, accumulated); spans index the whole content. OpenRouter sends spans
   0..0 (no span); ``strict=False`` accepts them.
+* Gemini (API reference ``GroundingMetadata``, ``GroundingSupport``, ``Segment`` at ai.google.dev/api/generate-content
+  and the "Grounding with Google Search" guide, read 2026-11; the Vertex reference says the same: "Start index in
+  the given Part, measured in bytes"): a candidate's ``groundingMetadata`` has ``webSearchQueries`` (strings),
+  ``groundingChunks: [{"web": {"uri", "title"}}]`` and ``groundingSupports: [{"segment": {"partIndex"?,
+  "startIndex"?, "endIndex", "text"?}, "groundingChunkIndices": [int]}]``. Indices are UTF-8 byte offsets of the
+  answer's text (its non-thought text parts joined, no ``partIndex``); ``text``, when given, is exactly those
+  bytes; every chunk index names a chunk. Streamed, the metadata rides on the last event (strict).
 """
 
 from __future__ import annotations
@@ -317,4 +324,84 @@ def chat_completion(body: bytes | str | dict, *, strict: bool = True) -> SearchS
     msg = obj["choices"][0]["message"]
     s.text = msg.get("content") or ""
     _chat_annotations(s, msg.get("annotations") or [], strict)
+    return s
+
+
+# ---------------------------------------------------------------- Gemini
+
+
+def _gemini_grounding(s: SearchSummary, meta: Any, raw: bytes, strict: bool, where: str) -> None:
+    need(isinstance(meta, dict), f"{where}: groundingMetadata must be an object")
+    queries = meta.get("webSearchQueries", [])
+    need(isinstance(queries, list) and all(isinstance(q, str) and q for q in queries), f"{where}: webSearchQueries")
+    chunks = meta.get("groundingChunks", [])
+    need(isinstance(chunks, list), f"{where}: groundingChunks must be a list")
+    urls: list[str] = []
+    for i, ch in enumerate(chunks):
+        web = ch.get("web") if isinstance(ch, dict) else None
+        need(isinstance(web, dict) and isinstance(web.get("uri"), str) and web["uri"], f"{where}: chunk {i}: web.uri")
+        need(not strict or isinstance(web.get("title"), str), f"{where}: chunk {i}: web.title must be a string")
+        urls.append(web["uri"])
+    need(not strict or len(set(urls)) == len(urls), f"{where}: a source listed twice")
+    for n, q in enumerate(queries):
+        s.searches.append(Search(id=f"q{n}", query=q, urls=urls if n == 0 else []))
+    sups = meta.get("groundingSupports", [])
+    need(isinstance(sups, list), f"{where}: groundingSupports must be a list")
+    for i, sup in enumerate(sups):
+        w = f"{where}.groundingSupports[{i}]"
+        need(isinstance(sup, dict) and isinstance(sup.get("segment"), dict), f"{w}: segment")
+        seg = sup["segment"]
+        need("partIndex" not in seg or not strict, f"{w}: partIndex (our answers index the joined text)")
+        a, b = seg.get("startIndex", 0), seg.get("endIndex")
+        need(type(a) is int and type(b) is int and 0 <= a < b <= len(raw), f"{w}: byte span {a}..{b} of {len(raw)}")
+        span = raw[a:b]
+        try:
+            text = span.decode()
+        except UnicodeDecodeError:
+            raise AssertionError(f"{w}: byte span {a}..{b} cuts a UTF-8 character") from None
+        need("text" not in seg or seg["text"] == text, f"{w}: segment.text {seg.get('text')!r} != bytes {text!r}")
+        idx = sup.get("groundingChunkIndices")
+        need(isinstance(idx, list) and idx, f"{w}: groundingChunkIndices must be a non-empty list")
+        for k in idx:
+            need(type(k) is int and 0 <= k < len(urls), f"{w}: chunk index {k!r} out of range")
+            s.citations.append(Cite(urls[k], text))
+
+
+def _gemini_text(parts: Any) -> str:
+    return "".join(
+        p["text"]
+        for p in parts or ()
+        if isinstance(p, dict) and isinstance(p.get("text"), str) and p.get("thought") is not True
+    )
+
+
+def gemini_stream(data: bytes, *, strict: bool = True) -> SearchSummary:
+    """Gemini SSE events: the answer text accumulated, the grounding read on the event that carries it."""
+    frames, _ = parse_sse(data, strict=strict)
+    objs = [f.json() for f in frames]
+    s = SearchSummary()
+    text: list[str] = []
+    seen = False
+    for n, obj in enumerate(objs):
+        obj = obj.get("response", obj) if "candidates" not in obj else obj
+        cands = obj.get("candidates") or [{}]
+        c = cands[0]
+        text.append(_gemini_text((c.get("content") or {}).get("parts")))
+        if "groundingMetadata" in c:
+            need(not strict or n == len(objs) - 1, f"event #{n}: groundingMetadata before the last event")
+            need(not seen, f"event #{n}: groundingMetadata twice")
+            seen = True
+            _gemini_grounding(s, c["groundingMetadata"], "".join(text).encode(), strict, f"event #{n}")
+    s.text = "".join(text)
+    return s
+
+
+def gemini_body(body: bytes | str | dict, *, strict: bool = True) -> SearchSummary:
+    obj = load_body(body)
+    obj = obj.get("response", obj) if "candidates" not in obj else obj
+    s = SearchSummary()
+    c = (obj.get("candidates") or [{}])[0]
+    s.text = _gemini_text((c.get("content") or {}).get("parts"))
+    if "groundingMetadata" in c:
+        _gemini_grounding(s, c["groundingMetadata"], s.text.encode(), strict, "candidate")
     return s

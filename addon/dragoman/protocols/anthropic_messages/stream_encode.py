@@ -52,6 +52,7 @@ from dragoman.ir.mapping import IR_TO_ANTHROPIC
 from dragoman.ir.mapping import refused_stop
 from dragoman.ir.request import CUSTOM_TOOL_PARAM
 from dragoman.ir.search import SEARCH_ANNOTATIONS
+from dragoman.ir.search import SEARCH_GROUNDING
 from dragoman.ir.search import Citation
 from dragoman.protocols._checks import safe_message
 from dragoman.protocols.anthropic_messages import search
@@ -123,7 +124,7 @@ class AnthropicStreamEncoder(SearchBlocks, StreamEncoder):
         self._refused = False  # a refusal block was seen: the stop reason says so (``refused_stop``)
         #: held text blocks (IR index -> (text pieces, citations)) and whether new text blocks are held
         self._held: dict[int, tuple[list[str], list[Citation]]] = {}
-        self._hold_text = ctx.search == SEARCH_ANNOTATIONS
+        self._hold_text = ctx.search == SEARCH_ANNOTATIONS or ctx.search == SEARCH_GROUNDING
         #: whole blocks waiting for an open tool block to stop; searches run (usage)
         self._late: list[dict[str, Any]] = []
         self._searches = 0

@@ -4,7 +4,8 @@ One module per concern: ``request_decode`` / ``request_encode`` (requests;
 the model and ``stream`` live in the URL: ``path_info``, ``upstream_path``), ``schema`` (Gemini's schema subset
 -> JSON Schema), ``response`` (whole responses both ways, usage, finish reasons), ``thoughts`` (thought
 signatures carried through other clients), ``errors``, ``partial_args`` (streamed function-call arguments),
-``stream_decode`` (``GeminiStreamDecoder``) and ``stream_encode`` (``GeminiStreamEncoder``).
+``stream_decode`` (``GeminiStreamDecoder``), ``stream_encode`` (``GeminiStreamEncoder``) and ``search`` (the
+``googleSearch`` tool and ``groundingMetadata``).
 May import: ``dragoman.sse``, ``dragoman.ir``, ``dragoman.errors`` and ``dragoman.protocols``' shared helpers.
 Never mitmproxy.
 """
@@ -12,7 +13,7 @@ Never mitmproxy.
 from __future__ import annotations
 
 from dragoman.protocols import Protocol
-from dragoman.protocols.base import ModuleCodec
+from dragoman.protocols._search import SearchCodec
 from dragoman.protocols.gemini.errors import decode_error
 from dragoman.protocols.gemini.errors import encode_error
 from dragoman.protocols.gemini.request_decode import decode_request
@@ -22,7 +23,7 @@ from dragoman.protocols.gemini.response import encode_response
 from dragoman.protocols.gemini.stream_decode import GeminiStreamDecoder
 from dragoman.protocols.gemini.stream_encode import GeminiStreamEncoder
 
-CODEC = ModuleCodec(
+CODEC = SearchCodec(
     Protocol.GEMINI,
     decode_request=decode_request,
     encode_request=encode_request,

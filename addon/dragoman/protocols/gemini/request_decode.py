@@ -32,6 +32,7 @@ from dragoman.ir.request import Tool
 from dragoman.ir.request import ToolCallPart
 from dragoman.ir.request import ToolChoice
 from dragoman.ir.request import ToolResultPart
+from dragoman.protocols.gemini import search
 from dragoman.protocols.gemini import thoughts
 from dragoman.protocols.gemini.schema import to_json_schema
 
@@ -295,6 +296,7 @@ def decode_request(body: dict[str, Any]) -> Request:
             if isinstance(p, dict) and isinstance(p.get("text"), str):
                 req.system.append(TextPart(p["text"]))
     _tools(body, req)
+    search.take_spec(req)
     _contents(body, req)
     _tool_choice(body, req)
     _generation(body, req)

@@ -21,6 +21,7 @@ from dragoman.ir.request import TextPart
 from dragoman.ir.request import ToolCallPart
 from dragoman.ir.request import ToolResultPart
 from dragoman.protocols.base import Context
+from dragoman.protocols.gemini import search
 from dragoman.protocols.gemini import thoughts
 from dragoman.protocols.gemini.response import model_parts
 
@@ -89,6 +90,21 @@ def _user_parts(m: Message, names: dict[str, str], ctx: Context) -> list[dict[st
     return out
 
 
+def _skip_unsigned(contents: list[dict[str, Any]], ctx: Context) -> None:
+    """A model turn whose calls carry no signature (a history from another model, or a client that cannot
+    keep one: Chat) gets Google's documented skip value on its first call, or Gemini 3 answers 400."""
+    for c in contents:
+        if c["role"] != "model":
+            continue
+        calls = [p for p in c["parts"] if "functionCall" in p]
+        if calls and not any("thoughtSignature" in p for p in calls):
+            calls[0]["thoughtSignature"] = thoughts.SKIP_VALIDATOR
+            ctx.placeholders.add("thought_signature")
+            ctx.dropped.invent(
+                "functionCall.thoughtSignature", "Gemini's skip-validation signature for a call without one"
+            )
+
+
 def _tools(req: Request, ctx: Context) -> list[dict[str, Any]]:
     decls: list[dict[str, Any]] = []
     hosted: list[dict[str, Any]] = []
@@ -111,6 +127,8 @@ def _tools(req: Request, ctx: Context) -> list[dict[str, Any]]:
         elif t.parameters:
             d["parametersJsonSchema"] = t.parameters
         decls.append(d)
+    if req.web_search is not None:
+        hosted.append(search.tool_from_spec(req.web_search, ctx))
     return ([{"functionDeclarations": decls}] if decls else []) + hosted
 
 
@@ -172,12 +190,13 @@ def encode_request(req: Request, ctx: Context) -> dict[str, Any]:
             system += [{"text": p.text} for p in m.parts if type(p) is TextPart and p.text]
             continue
         if m.role == "assistant":
-            parts = model_parts(m.parts, thoughts.Signer(True, ctx.dropped), ctx)
+            parts = model_parts(m.parts, thoughts.Signer(True, ctx.dropped), ctx, history=True)
             role = "model"
         else:
             parts, role = _user_parts(m, names, ctx), "user"
         if parts:
             contents.append({"role": role, "parts": parts})
+    _skip_unsigned(contents, ctx)
     body: dict[str, Any] = {"contents": contents}
     if system:
         body["systemInstruction"] = {"parts": system}

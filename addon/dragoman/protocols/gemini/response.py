@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 
 from dragoman.errors import UpstreamProtocolError
+from dragoman.ir import search as s
 from dragoman.ir.common import StopReason
 from dragoman.ir.common import Usage
 from dragoman.ir.mapping import refused_stop
@@ -28,6 +29,7 @@ from dragoman.protocols._checks import token_count
 from dragoman.protocols._custom_args import unwrap_custom_args
 from dragoman.protocols._custom_args import wrap_custom_args
 from dragoman.protocols.base import Context
+from dragoman.protocols.gemini import search
 from dragoman.protocols.gemini import thoughts
 
 #: finishReason -> IR (unknown values: END_TURN)
@@ -180,10 +182,33 @@ def decode_response(body: dict[str, Any], ctx: Context) -> Response:
     content = cand.get("content")
     parts = content.get("parts") if isinstance(content, dict) else None
     out = decode_parts(parts if isinstance(parts, list) else [], ctx, rid)
+    meta = cand.get("groundingMetadata")
+    if isinstance(meta, dict):
+        out = _grounded(out, parts if isinstance(parts, list) else [], meta, rid, ctx)
     calls = any(type(p) is ToolCallPart for p in out)
     reason = cand.get("finishReason")
     stop = finish_stop(reason, calls) if isinstance(reason, str) else StopReason.END_TURN
     return Response(id=rid, model=model, content=out, stop_reason=stop, usage=usage)
+
+
+def _grounded(
+    out: list[OutputPart], parts: list[Any], meta: dict[str, Any], rid: str, ctx: Context
+) -> list[OutputPart]:
+    """The answer with its grounding: the searches before its first text or call, the supports as citations."""
+    raw = [
+        i
+        for i, p in enumerate(parts)
+        if isinstance(p, dict)
+        and not isinstance(p.get("functionCall"), dict)
+        and isinstance(p.get("text"), str)
+        and p["text"]
+        and p.get("thought") is not True
+    ]
+    texts = [p for p in out if type(p) is TextPart]
+    search.cite_texts(meta, list(zip(raw, texts)), ctx.dropped)
+    searches = search.searches_from(meta, rid, ctx.dropped)
+    at = next((n for n, p in enumerate(out) if type(p) is not ThinkingPart), len(out))
+    return out[:at] + list(searches) + out[at:]
 
 
 # ---------------------------------------------------------------- encode (IR -> client)
@@ -204,9 +229,10 @@ def function_call(p: ToolCallPart, ctx: Context) -> dict[str, Any]:
 
 
 def model_parts(
-    content: list[Any], signer: thoughts.Signer, ctx: Context, with_ids: bool = True
+    content: list[Any], signer: thoughts.Signer, ctx: Context, with_ids: bool = True, history: bool = False
 ) -> list[dict[str, Any]]:
-    """Assistant parts -> Gemini ``parts`` with their signatures (thought text as ``thought`` parts)."""
+    """Assistant parts -> Gemini ``parts`` with their signatures (thought text as ``thought`` parts). In
+    ``history`` a search is carried as text and citations are dropped (Gemini takes no grounding back)."""
     out: list[dict[str, Any]] = []
     for p in content:
         if type(p) is ThinkingPart:
@@ -216,6 +242,11 @@ def model_parts(
         elif type(p) is TextPart or type(p) is RefusalPart:
             if p.text:
                 out.append(signer.sign({"text": p.text}))
+            if history and type(p) is TextPart and p.citations:
+                ctx.dropped.add("citations")
+        elif type(p) is s.WebSearchPart and history:
+            ctx.dropped.add("web_search_call(as_text)")
+            out.append(signer.sign({"text": s.context_text(p)}))
         elif type(p) is ToolCallPart:
             part = function_call(p, ctx)
             if not with_ids:
@@ -227,7 +258,19 @@ def model_parts(
 
 
 def encode_response(resp: Response, ctx: Context) -> dict[str, Any]:
-    parts = model_parts(resp.content, thoughts.Signer(False, ctx.dropped), ctx)
+    grounding = search.Grounding(ctx.dropped)
+    at = 0
+    content: list[Any] = []
+    for p in resp.content:
+        if type(p) is s.WebSearchPart:
+            grounding.search(p)
+            continue
+        if type(p) is TextPart or type(p) is RefusalPart:
+            for c in p.citations or () if type(p) is TextPart else ():
+                grounding.citation(c, p.text, at)
+            at += len(p.text.encode())
+        content.append(p)
+    parts = model_parts(content, thoughts.Signer(False, ctx.dropped), ctx)
     cand: dict[str, Any] = {
         "content": {"role": "model", "parts": parts or [{"text": ""}]},
         "finishReason": finish_reason(
@@ -235,6 +278,9 @@ def encode_response(resp: Response, ctx: Context) -> dict[str, Any]:
         ),
         "index": 0,
     }
+    meta = grounding.metadata()
+    if meta is not None:
+        cand["groundingMetadata"] = meta
     out = {
         "candidates": [cand],
         "usageMetadata": encode_usage(resp.usage),

@@ -7,7 +7,9 @@ its ``partialArgs`` arrive (written as JSON text by ``PartialArgs``) and closes 
 at the next call or at the finish. A ``thoughtSignature`` is carried on a thinking block before its part
 (``thoughts``). ``usageMetadata`` is kept from the last event that counts; the event with ``finishReason``
 ends the message. An ``{"error": ...}`` event is an in-band error; a stream that ends without a finish
-reason ended early.
+reason ended early. A candidate's ``groundingMetadata`` (``search``) gives a ``WebSearch`` per query not seen
+before and a ``CitationDelta`` per support on the open text block (UTF-8 byte offsets of the answer's text
+turned into characters of the block; the block's text is held for that, one block at a time).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from dragoman.ir.common import Usage
 from dragoman.ir.events import BlockKind
 from dragoman.ir.events import BlockStart
 from dragoman.ir.events import BlockStop
+from dragoman.ir.events import CitationDelta
 from dragoman.ir.events import MessageDelta
 from dragoman.ir.events import MessageStart
 from dragoman.ir.events import MessageStop
@@ -31,9 +34,11 @@ from dragoman.ir.events import StreamEvent
 from dragoman.ir.events import TextDelta
 from dragoman.ir.events import ThinkingDelta
 from dragoman.ir.events import ToolArgsDelta
+from dragoman.ir.events import WebSearch
 from dragoman.protocols._custom_args import unwrap_custom_args
 from dragoman.protocols.base import Context
 from dragoman.protocols.base import StreamDecoder
+from dragoman.protocols.gemini import search
 from dragoman.protocols.gemini import thoughts
 from dragoman.protocols.gemini.errors import error_info_from_object
 from dragoman.protocols.gemini.partial_args import PartialArgs
@@ -73,6 +78,14 @@ class GeminiStreamDecoder(StreamDecoder):
         self._usage: Usage | None = None
         self._rid: str | None = None
         self._custom = ctx.custom_tools()
+        self._bytes = 0  # UTF-8 bytes of answer text so far
+        self._text_block = -1  # the text block whose text is held
+        self._text_byte = 0
+        self._text: list[str] = []
+        self._queries: set[str] = set()
+        self._urls: set[str] = set()
+        self._cited: set[tuple[int, int, str]] = set()
+        self._searches = 0
 
     def feed(self, ev: SSEEvent) -> list[StreamEvent]:
         if self.done:
@@ -112,6 +125,9 @@ class GeminiStreamDecoder(StreamDecoder):
         for p in parts if type(parts) is list else ():
             if type(p) is dict:
                 self._part(p, out)
+        meta = cand.get("groundingMetadata")
+        if type(meta) is dict:
+            self._grounding(meta, out)
         reason = cand.get("finishReason")
         if isinstance(reason, str) and reason:
             self._finish(finish_stop(reason, self._calls > 0), out)
@@ -183,7 +199,12 @@ class GeminiStreamDecoder(StreamDecoder):
             if sig is not None:
                 self._signature(thoughts.PART_KEY, sig, out)
             if text:
-                out.append(TextDelta(self._switch(_TEXT, out), text))
+                idx = self._switch(_TEXT, out)
+                if idx != self._text_block:
+                    self._text_block, self._text_byte, self._text = idx, self._bytes, []
+                self._text.append(text)
+                self._bytes += len(text) if text.isascii() else len(text.encode())
+                out.append(TextDelta(idx, text))
             return
         self.ctx.dropped.add(next(iter(p), "part"))  # inlineData output, executableCode, ...
 
@@ -235,6 +256,32 @@ class GeminiStreamDecoder(StreamDecoder):
         elif rest:
             out.append(ToolArgsDelta(call.block, rest))
         out.append(BlockStop(call.block))
+
+    def _grounding(self, meta: dict[str, Any], out: list[StreamEvent]) -> None:
+        """New searches and citations of ``groundingMetadata`` (Gemini may repeat it in later events)."""
+        for part in search.searches_from(meta, self._rid or "", self.ctx.dropped, self._searches):
+            if part.query in self._queries and part.query:
+                continue
+            self._queries.add(part.query)
+            part.sources = [src for src in part.sources if src.url not in self._urls]
+            self._urls.update(src.url for src in part.sources)
+            self._searches += 1
+            out.append(WebSearch(part))
+        open_text = self._cur_kind is _TEXT and self._cur == self._text_block and self._call is None
+        text = "".join(self._text) if open_text else ""
+        lo, hi = self._text_byte, self._bytes
+        for _, a, b, cite in search.supports_from(meta, self.ctx.dropped):
+            key = (a, b, cite.url)
+            if key in self._cited:
+                continue
+            self._cited.add(key)
+            a, b = max(a, lo), min(b, hi)
+            if not open_text or b <= a:
+                self.ctx.dropped.add("groundingSupports(outside the open text block)")
+                continue
+            cite.start, cite.end = search.byte_to_char(text, a - lo), search.byte_to_char(text, b - lo)
+            if cite.end > cite.start:
+                out.append(CitationDelta(self._cur, cite))
 
     def _finish(self, stop: StopReason, out: list[StreamEvent]) -> None:
         self._close_current(out)

@@ -4,8 +4,10 @@ Each event is a whole ``GenerateContentResponse`` with the new part(s), the resp
 as Gemini sends them: text and thinking deltas become ``text`` / ``thought`` parts as they arrive; a tool call
 is sent whole (one ``functionCall`` part with ``id``, ``name``, ``args``) when its block stops, since Gemini
 clients expect whole calls. Reasoning state rides on the next part's ``thoughtSignature`` (``thoughts.Signer``);
-one no part took goes on an empty text part in the last event, which carries ``finishReason`` and
-``usageMetadata``. Errors are ``{"error": {...}}`` events.
+one no part took goes on an empty text part in the last event, which carries ``finishReason``,
+``usageMetadata`` and the ``groundingMetadata`` of the reply's searches and citations (``search.Grounding``:
+a text block's citations are placed, in UTF-8 bytes of the answer, when the block ends; memory is one text
+block). Errors are ``{"error": {...}}`` events.
 
 Framing: ``alt=sse`` (``data: {...}`` events) by default; for a ``:streamGenerateContent`` call without
 ``alt=sse`` (the request's ``extra[ARRAY]``) the events are the elements of one JSON array, written as they
@@ -39,8 +41,10 @@ from dragoman.ir.events import WebSearch
 from dragoman.ir.mapping import refused_stop
 from dragoman.ir.request import ThinkingPart
 from dragoman.ir.request import ToolCallPart
+from dragoman.ir.search import Citation
 from dragoman.protocols.base import Context
 from dragoman.protocols.base import StreamEncoder
+from dragoman.protocols.gemini import search
 from dragoman.protocols.gemini import thoughts
 from dragoman.protocols.gemini.errors import error_json
 from dragoman.protocols.gemini.request_decode import ARRAY
@@ -53,7 +57,7 @@ _dumps = orjson.dumps
 
 
 class _Block:
-    __slots__ = ("kind", "id", "name", "args", "sig", "enc", "text")
+    __slots__ = ("kind", "id", "name", "args", "sig", "enc", "text", "byte", "cites")
 
     def __init__(self, ev: BlockStart) -> None:
         self.kind = ev.kind
@@ -62,7 +66,9 @@ class _Block:
         self.args: list[str] = []
         self.sig: str | None = ev.data if ev.kind is BlockKind.REDACTED_THINKING else None
         self.enc: str | None = None
-        self.text: list[str] = []  # a thinking block's text, for a signature that carries it
+        self.text: list[str] = []  # a thinking block's text, for a signature that carries it; a text block's
+        self.byte = 0  # a text block: where it starts in the answer's text, in UTF-8 bytes
+        self.cites: list[Citation] = []
 
 
 class GeminiStreamEncoder(StreamEncoder):
@@ -78,6 +84,8 @@ class GeminiStreamEncoder(StreamEncoder):
         self._usage = Usage()
         self._signer = thoughts.Signer(False, ctx.dropped)
         self._refused = False  # a refusal block was sent (as text): the finish reason says SAFETY
+        self._grounding = search.Grounding(ctx.dropped)
+        self._bytes = 0  # UTF-8 bytes of answer text sent so far
 
     # -- framing
 
@@ -107,8 +115,11 @@ class GeminiStreamEncoder(StreamEncoder):
 
     def encode(self, ev: StreamEvent) -> bytes:
         if type(ev) is TextDelta:
-            if ev.index not in self._blocks:
+            b = self._blocks.get(ev.index)
+            if b is None:
                 return self._unexpected(ev)
+            b.text.append(ev.text)
+            self._bytes += len(ev.text) if ev.text.isascii() else len(ev.text.encode())
             return self._event([self._signer.sign({"text": ev.text})])
         if type(ev) is ThinkingDelta:
             b = self._blocks.get(ev.index)
@@ -126,6 +137,7 @@ class GeminiStreamEncoder(StreamEncoder):
             if not self._started or ev.index in self._blocks:
                 return self._unexpected(ev)
             self._blocks[ev.index] = _Block(ev)
+            self._blocks[ev.index].byte = self._bytes
             self._refused = self._refused or ev.kind is BlockKind.REFUSAL
             return b""
         if type(ev) is SignatureDelta:
@@ -145,9 +157,14 @@ class GeminiStreamEncoder(StreamEncoder):
             return b""
         if type(ev) is StreamError:
             return self.error(ev.error)
-        if type(ev) is CitationDelta or type(ev) is WebSearch:
-            # Gemini's own form is groundingMetadata; not mapped yet: named, not sent
-            self.ctx.dropped.add("citations" if type(ev) is CitationDelta else "web_search")
+        if type(ev) is CitationDelta:
+            b = self._blocks.get(ev.index)
+            if b is None:
+                return self._unexpected(ev)
+            b.cites.append(ev.citation)
+            return b""
+        if type(ev) is WebSearch:
+            self._grounding.search(ev.search)
             return b""
         return self._unexpected(ev)
 
@@ -191,6 +208,10 @@ class GeminiStreamEncoder(StreamEncoder):
                 call.kind = "custom"
             part = function_call(call, self.ctx)
             return self._event([self._signer.sign(part, b.id)])
+        if b.cites:
+            text = "".join(b.text)
+            for c in b.cites:
+                self._grounding.citation(c, text, b.byte)
         return b""
 
     def _delta(self, ev: MessageDelta) -> bytes:
@@ -198,6 +219,9 @@ class GeminiStreamEncoder(StreamEncoder):
             self._usage = self._usage.merged(ev.usage)
         parts = self._signer.rest() or [{"text": ""}]
         extra = b',"finishReason":' + _dumps(finish_reason(refused_stop(ev.stop_reason, self._refused)))
+        meta = self._grounding.metadata()
+        if meta is not None:
+            extra += b',"groundingMetadata":' + _dumps(meta)
         usage = b',"usageMetadata":' + _dumps(encode_usage(self._usage))
         out = self._event(parts, extra, usage)
         if self.array:
