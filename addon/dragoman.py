@@ -12,6 +12,7 @@ from dragoman.mitm.guards.scrub import FlowScrub
 from dragoman.mitm.recording.recorder import Recorder
 from dragoman.mitm.recording.replayer import Replayer
 from dragoman.mitm.responses.api import ResponsesApi
+from dragoman.mitm.responses.compact import Compact
 from dragoman.mitm.responses.socket import ResponsesSocket
 from dragoman.mitm.translate_addon import Translate
 
@@ -23,6 +24,8 @@ from dragoman.mitm.translate_addon import Translate
 # Endpoints next: it answers HEAD /, /v1/models, count_tokens and WebSocket upgrades before Translate looks
 # ResponsesSocket before Endpoints: it takes Responses WebSocket upgrades (Endpoints refuses the others with 426).
 # ResponsesApi next: GET/DELETE /v1/responses/{id} and input_items from the response store
+# Compact next: POST /v1/responses/compact on a non-Responses upstream becomes a summarising turn; its second
+# half, right after Translate, turns the answer into the compacted response Codex reads.
 # DirectGuard first: a transparent-mode connection straight to this machine is never taken for an API host's.
 # FlowScrub in two halves: `.mark` (first) notes which flows are Dragoman's before anything rewrites where they
 # go; the addon itself (after the others, before mitmproxy's save/dumper) scrubs them at their end.
@@ -32,6 +35,7 @@ cors = Cors()
 recorder = Recorder()
 replayer = Replayer()
 translate = Translate()
+compact = Compact()
 scrub = FlowScrub()
 addons = [
     Responsive(),
@@ -43,9 +47,11 @@ addons = [
     ResponsesSocket(),
     Endpoints(),
     ResponsesApi(),
+    compact,
     replayer.before,
     recorder.before,
     translate,
+    compact.after,
     cors.after,
     replayer,
     recorder,

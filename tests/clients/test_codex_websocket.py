@@ -19,6 +19,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.clients]
 @pytest.mark.parametrize("target", ["anthropic", "openai-chat"])
 def test_codex_tool_loop_over_websocket(target, npm_clients, agent, dragoman, tmp_path):
     proxy = dragoman(target)
+    before = len(proxy.log())  # the proxy is shared by the session: only this test's lines count
     run = run_codex(
         npm_clients,
         f"http://127.0.0.1:{proxy.port}/v1",
@@ -28,7 +29,7 @@ def test_codex_tool_loop_over_websocket(target, npm_clients, agent, dragoman, tm
         model="gpt-5.5",
         websockets=True,
     )
-    log = proxy.log()
+    log = proxy.log()[before:]
     why = explain(run, summary(agent.requests), log)
     assert run.returncode == 0, why
     assert FINAL_MARK in run.stdout and COMMAND_OUTPUT in run.stdout, why

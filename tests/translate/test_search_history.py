@@ -112,6 +112,38 @@ def test_request_settings_map_to_responses_and_back():
     assert "web_search.search_context_size" in cactx.dropped.fields
 
 
+#: Claude Code's WebSearch sub-request (seen from the real Claude Code 2.1.197, tests/clients/test_web_search.py):
+#: only the server tool, forced by tool_choice
+CLAUDE_CODE_SEARCH = {
+    "model": "m",
+    "max_tokens": 64000,
+    "stream": True,
+    "system": [{"type": "text", "text": "You are an assistant for performing a web search tool use"}],
+    "messages": [{"role": "user", "content": "Perform a web search for the query: dragoman"}],
+    "tools": [{"type": "web_search_20250305", "name": "web_search", "max_uses": 8}],
+    "tool_choice": {"type": "tool", "name": "web_search"},
+}
+
+
+def test_a_forced_web_search_is_required_on_responses():
+    """Responses has no tool_choice naming its hosted web_search: a function choice would be a 400."""
+    out, ctx = _encode(A, CLAUDE_CODE_SEARCH, R)
+    assert out["tools"] == [{"type": "web_search"}]
+    assert out["tool_choice"] == "required"
+    assert "tool_choice.web_search" not in ctx.dropped.fields  # the only tool: forcing a tool forces the search
+    bash = {"name": "Bash", "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}}}
+    both, bctx = _encode(A, {**CLAUDE_CODE_SEARCH, "tools": [bash, *CLAUDE_CODE_SEARCH["tools"]]}, R)
+    assert both["tool_choice"] == "required" and "tool_choice.web_search" in bctx.dropped.fields
+    forced_bash, _ = _encode(
+        A, {**CLAUDE_CODE_SEARCH, "tools": [bash], "tool_choice": {"type": "tool", "name": "Bash"}}, R
+    )
+    assert forced_bash["tool_choice"] == {"type": "function", "name": "Bash"}
+    # a Chat upstream that cannot search gets neither the tool nor a choice naming it
+    chat, cctx = _encode(A, CLAUDE_CODE_SEARCH, C)
+    assert "tools" not in chat and "tool_choice" not in chat
+    assert "web_search(unavailable)" in cctx.dropped.fields
+
+
 PLAIN_CHAT_STREAM = "chat/pydantic-ai__stream-plain-text-with-request.yaml#0"
 PLAIN_CHAT_BODY = "chat/pydantic-ai__json-tool-call-roundtrip.yaml#1"
 

@@ -39,6 +39,10 @@ KNOWN: dict[str, tuple[str, str]] = {
     "top_p": (DROPPED, "Anthropic rejects top_p with thinking on"),
     "temperature": (DROPPED, "Anthropic rejects temperature with thinking on"),
     "tool_choice": (DROPPED, "Anthropic rejects a forced tool_choice with thinking on"),
+    "tool_choice.web_search": (
+        APPROXIMATED,
+        "Responses cannot force its hosted web_search by name; tool_choice became required",
+    ),
     "stop_sequences": (DROPPED, "the Responses API has no stop sequences"),
     "citations": (DROPPED, "the target protocol has no citations"),
     "annotations": (DROPPED, "the target protocol has no annotations"),

@@ -4,6 +4,10 @@ request (decode, route, response store, translate), one upstream attempt after a
 error events: ``{"type": "error", "status": N, "error": {...}}`` before anything streamed (the shape Codex
 reads for HTTP failures on its socket), the translator's ``error`` + ``response.failed`` after.
 
+Like an HTTP turn, each turn that reached an upstream (or failed trying) is one row in the usage ledger
+(``dragoman_ledger``), and the reply goes through the same filters: tool names renamed back
+(``dragoman_mcp_prefix``) before translation, configured keys masked after.
+
 ``generate: false`` (Codex's prewarm) is answered here without the upstream: ``response.created`` and
 ``response.completed`` with no output, kept in the connection's store so the next turn can continue it."""
 
@@ -24,6 +28,7 @@ from dragoman.ir.common import ErrorKind
 from dragoman.logsafe import logsafe
 from dragoman.mitm import outbound
 from dragoman.mitm.flowstate import FlowState
+from dragoman.mitm.guards.client_auth import CLIENT_METADATA_KEY
 from dragoman.mitm.relay.upstream_http import UpstreamConnectError
 from dragoman.mitm.relay.upstream_http import open_request
 from dragoman.mitm.translate_addon import _trust
@@ -33,6 +38,7 @@ from dragoman.routing.router import Candidate
 from dragoman.routing.spec import Limits
 from dragoman.sse.decoder import SSEDecoder
 from dragoman.state.memory import MemoryStore
+from dragoman.translate.mcp_names import McpNameStream
 from dragoman.translate.plan import Plan
 from dragoman.translate.request import ClientRequest
 from dragoman.translate.request import decode_client_request
@@ -40,6 +46,8 @@ from dragoman.translate.request import encode_upstream_request
 from dragoman.translate.response import translate_error
 from dragoman.translate.stream import PassThrough
 from dragoman.translate.stream import StreamTranslator
+from dragoman.translate.usage import PassThroughUsage
+from dragoman.translate.usage import UsageTap
 
 logger = logging.getLogger(__name__)
 
@@ -125,6 +133,8 @@ class Turn:
         config = self.translate.routing.config
         limits: Limits = config.limits if config is not None else Limits()
         last: bytes | None = None
+        failed: tuple[FlowState, int] | None = None  # the last attempt that reached an upstream and failed
+        tried: list[dict[str, Any]] = []  # one entry per attempt (``FlowState.attempts``)
         for n, cand in enumerate(candidates):
             up = cand.upstream
             plan = Plan(RESPONSES, up.protocol)
@@ -153,42 +163,80 @@ class Turn:
                 )
             except UpstreamConnectError as e:
                 logger.warning("flow %s: WebSocket turn: %s: %s", self.flow.id, up.name, logsafe(e))
+                tried.append({"upstream": up.name, "model": cand.model, "status": None, "class": "connect"})
                 last = error_message(ErrorInfo(ErrorKind.API_ERROR, f"upstream connection failed: {e}", 502))
+                failed = (self._state(cr, plan, tctx, cand, route, tried), 502)
                 continue
-            state = FlowState(plan, tctx, cr.client_model, cand.model, True)
-            if self.translate.routed:
-                state.route, state.upstream_name = route, up.name
-            state.ticket = cr.state_ticket
+            state = self._state(cr, plan, tctx, cand, route, tried)
+            tried.append({"upstream": up.name, "model": cand.model, "status": resp.status})
             try:
                 if not 200 <= resp.status < 300:
                     raw = await resp.read()
                     hdrs = {k.lower(): v for k, v in resp.headers}
                     status, _, info = translate_error(resp.status, raw, plan, hdrs)
-                    last = error_message(info)
+                    last, failed = error_message(info), (state, resp.status)
                     if status in _RETRY and n + 1 < len(candidates):
                         continue
                     break
-                await self._stream(state, resp)
+                ok = await self._stream(state, resp)
+                self._record(state, resp.status, failed=not ok)
                 return
             finally:
                 resp.close()
+        if failed is not None:
+            self._record(failed[0], failed[1], failed=True)
         if last is not None:
             self.send(last)
+
+    def _state(
+        self, cr: ClientRequest, plan: Plan, tctx: Any, cand: Candidate, route: str, tried: list[dict[str, Any]]
+    ) -> FlowState:
+        state = FlowState(plan, tctx, cr.client_model, cand.model, True)
+        state.client_name = str(self.flow.metadata.get(CLIENT_METADATA_KEY, ""))
+        if self.translate.routed:
+            state.route, state.upstream_name = route, cand.upstream.name
+        state.ticket = cr.state_ticket
+        state.attempts = tried
+        return state
+
+    def _record(self, state: FlowState, status: int, failed: bool) -> None:
+        """One ledger row for the turn, as an HTTP flow writes one (``mitm.usage``)."""
+        book = getattr(self.translate, "usage", None)
+        if book is None or not book.on:
+            return
+        try:
+            book.record(self.flow, state, status, failed)
+        except Exception:  # noqa: BLE001 - the ledger must never end a turn
+            logger.exception("flow %s: WebSocket turn: usage ledger write failed", self.flow.id)
 
     def _own_key(self) -> str | None:
         return outbound.client_key(_Headers(self.headers))  # type: ignore[arg-type]
 
-    async def _stream(self, state: FlowState, resp: Any) -> None:
+    def _translator(self, state: FlowState) -> Any:
+        """The stream's translator with the same taps as an HTTP stream (``inbound.install_stream``): usage
+        read as it passes when the ledger is on, tool names renamed back before translation."""
         plan = state.plan
+        track = bool(getattr(getattr(self.translate, "usage", None), "on", False))
+        names = state.ctx.extra.get("mcp_names")
+        if names:
+            state.renamer = McpNameStream(names)
         if plan.identity:
-            translator: Any = PassThrough()
-        else:
-            translator = StreamTranslator(
-                get_codec(plan.upstream).stream_decoder(state.ctx),
-                get_codec(plan.client).stream_encoder(state.ctx),
-                self.translate.max_sse_event,
-            )
-        state.translator = translator
+            if track:
+                state.usage_tap = PassThroughUsage(plan.upstream, state.ctx, self.translate.max_sse_event)
+            return PassThrough()
+        decoder = get_codec(plan.upstream).stream_decoder(state.ctx)
+        if track:
+            decoder = state.usage_tap = UsageTap(decoder)
+        return StreamTranslator(
+            decoder, get_codec(plan.client).stream_encoder(state.ctx), self.translate.max_sse_event, state.ctx.dropped
+        )
+
+    async def _stream(self, state: FlowState, resp: Any) -> bool:
+        """The answer, event by event; False when it ended in an error."""
+        translator = state.translator = self._translator(state)
+        beside = state.usage_tap if isinstance(state.usage_tap, PassThroughUsage) else None
+        keys = getattr(self.translate, "keys", None)
+        masker = keys.stream() if keys else None
         events = SSEDecoder()
         idle = float(self.translate.idle_timeout) or None
         ticket = state.ticket
@@ -204,14 +252,34 @@ class Turn:
                 )
                 out = translator.fail(info) if hasattr(translator, "fail") else b""
                 self._emit(events, out or error_message(info), raw=not out)
-                return
-            data = chunk or b""
-            out = translator.feed(data) if data else (translator.close() if hasattr(translator, "close") else b"")
-            if ticket is not None:
-                ticket.offer_stream(state, data)  # stored before the end of the answer reaches the client
+                return False
+            if chunk is not None:
+                out = self._feed(state, translator, beside, chunk)
+            else:
+                out = b""
+                if state.renamer is not None:
+                    rest, state.renamer = state.renamer.close(), None
+                    out = self._feed(state, translator, beside, rest)
+                out += translator.close() if hasattr(translator, "close") else b""
+                if ticket is not None:
+                    ticket.offer_stream(state, b"")  # stored before the end of the answer reaches the client
+            if masker is not None:
+                out = masker.feed(out) if chunk is not None else masker.feed(out) + masker.flush()
             self._emit(events, out)
             if chunk is None:
-                return
+                return getattr(translator, "error_info", None) is None
+
+    @staticmethod
+    def _feed(state: FlowState, translator: Any, beside: Any, data: bytes) -> bytes:
+        if data and state.renamer is not None:
+            data = state.renamer.feed(data)
+        if not data:
+            return b""
+        if beside is not None:
+            beside.feed(data)
+        if state.ticket is not None:
+            state.ticket.offer_stream(state, data)
+        return translator.feed(data)
 
     def _emit(self, events: SSEDecoder, out: bytes, raw: bool = False) -> None:
         if raw:

@@ -49,7 +49,13 @@ def encode_request(req: Request, ctx: Context) -> dict[str, Any]:
         body["tools"] = tools
     tc = req.tool_choice
     if tc is not None and (tools or tc.mode == "none"):
-        if tc.mode == "tool" and tc.name:
+        if tc.mode == "tool" and tc.name and _names_search(req, tc.name):
+            # Claude Code's WebSearch sub-request forces its web_search server tool; Responses has no
+            # tool_choice naming the hosted web_search (a function choice would be a 400), "required" forces it
+            body["tool_choice"] = "required"
+            if len(tools) > 1:
+                dropped.add("tool_choice.web_search")
+        elif tc.mode == "tool" and tc.name:
             kind = "custom" if tc.name in req.custom_tool_names() else "function"
             body["tool_choice"] = {"type": kind, "name": tc.name}
         else:
@@ -67,6 +73,11 @@ def encode_request(req: Request, ctx: Context) -> dict[str, Any]:
     if req.stream:
         body["stream"] = True
     return body
+
+
+def _names_search(req: Request, name: str) -> bool:
+    """A forced tool choice that names the hosted web search (no client tool of that name)."""
+    return req.web_search is not None and all(t.name != name for t in req.tools)
 
 
 def _encode_options(req: Request, body: dict[str, Any], dropped: Dropped) -> None:
