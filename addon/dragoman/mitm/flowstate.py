@@ -62,6 +62,8 @@ class FlowState:
     ticket: Any = None
     #: the upstream's id for its answer (``request-id`` / ``x-request-id``), for the log line and the metadata
     request_id: str = ""
+    #: the live conformance lint (``dragoman.lint.flow.FlowLint``, ``dragoman_lint``), None when off
+    lint: Any = None
 
     def metadata(self) -> dict[str, Any]:
         """JSON-able summary for ``flow.metadata[METADATA_KEY]``."""
@@ -87,6 +89,8 @@ class FlowState:
             meta["adjusted"] = list(self.ctx.adjusted)
         if self.request_id:
             meta["request_id"] = self.request_id
+        if self.lint is not None and self.lint.reports:
+            meta["lint"] = list(self.lint.reports)
         if self.answer_tap is not None:
             meta["answer"] = self.answer_tap.acc.result().as_dict()
         return meta

@@ -18,6 +18,7 @@ from dragoman.logsafe import logsafe
 from dragoman.mitm.faults import deliver_error_answer
 from dragoman.mitm.faults import deliver_final_frame
 from dragoman.mitm.flowstate import FlowState
+from dragoman.mitm.guards import lint
 from dragoman.mitm.keymask import KeyMask
 from dragoman.protocols import Protocol
 from dragoman.protocols.gemini.request_decode import ARRAY
@@ -81,7 +82,12 @@ def carry_request_id(resp: http.Response, state: FlowState) -> None:
 
 
 def install_stream(
-    flow: http.HTTPFlow, state: FlowState, track_usage: bool = False, max_event: int = 0, keep_answer: bool = False
+    flow: http.HTTPFlow,
+    state: FlowState,
+    track_usage: bool = False,
+    max_event: int = 0,
+    keep_answer: bool = False,
+    lint_mode: str = "off",
 ) -> bool:
     """For a 2xx SSE answer: set up the translator and rewrite the framing headers. False: not streamable
     (an encoding without an incremental decoder: translated whole in ``response``). ``max_event``: the
@@ -92,6 +98,7 @@ def install_stream(
     names = state.ctx.extra.get("mcp_names")
     if names:
         state.renamer = McpNameStream(names)
+    lint.start(state, lint_mode, ours=client_stream_type(state) == SSE_CT)  # ``dragoman_lint``
     if plan.identity:
         state.translator = PassThrough()
         if track_usage:
@@ -136,6 +143,7 @@ def stream_callable(
 
     def on_chunk(data: bytes) -> bytes | list[bytes]:
         # Never raises, never returns b"" for a data chunk (that would end the client's body).
+        raw = b""
         try:
             if state.watchdog is not None:
                 state.watchdog.touch()
@@ -145,6 +153,7 @@ def stream_callable(
                     data = state.decompressor.decompress(data)
                     if not data:
                         return []
+                raw = data
                 if renamer is not None:
                     data = renamer.feed(data)
                     if not data:
@@ -156,6 +165,8 @@ def stream_callable(
                 out = _finish(state)
             if ticket is not None:  # stored before the end of the answer reaches the client
                 ticket.offer_stream(state, data)
+            if state.lint is not None:
+                out = lint.on_stream(flow_id, state, raw, out, not data)
         except Exception as e:  # noqa: BLE001 - an exception here kills the client connection
             logger.exception("flow %s: stream callable failed", flow_id)
             out = _fail(translator, f"Dragoman stream failure: {type(e).__name__}", ErrorKind.API_ERROR, 500)

@@ -15,6 +15,7 @@ CHOICES = {
     "dragoman_chat_reasoning": ["reasoning_content", "drop"],
     "dragoman_chat_max_tokens_field": ["max_tokens", "max_completion_tokens"],
     "dragoman_profile": list(profiles.CHOICES),
+    "dragoman_lint": ["off", "log", "strict"],
 }
 
 
@@ -88,6 +89,17 @@ def declare_behaviour(loader: Any) -> None:
         "path). Empty: POSTs to the official endpoints (api.anthropic.com/v1/messages, "
         "api.openai.com/v1/chat/completions and /v1/responses, chatgpt.com/backend-api/codex/responses) in "
         "every mode, and to any /v1/messages, /chat/completions or /responses path in reverse mode.",
+    )
+    loader.add_option(
+        "dragoman_lint",
+        str,
+        "off",
+        "Conformance lint (a debugging aid): check every stream and body Dragoman sends a client against its "
+        "protocol's strict grammar, and every upstream stream and body against the tolerant one; each violation "
+        "is logged once per flow with its event index and listed in the flow's metadata (lint). off | log | "
+        "strict (strict also ends our stream with an error event in the client's protocol when our own "
+        "output breaks the grammar, and answers a broken body with a 502 error body).",
+        choices=CHOICES["dragoman_lint"],
     )
     loader.add_option(
         "dragoman_strict",

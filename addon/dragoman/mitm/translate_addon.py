@@ -32,6 +32,7 @@ from dragoman.mitm.faults import IdleWatchdog
 from dragoman.mitm.flowstate import METADATA_KEY
 from dragoman.mitm.flowstate import TARGET_OVERRIDE_KEY
 from dragoman.mitm.flowstate import FlowState
+from dragoman.mitm.guards import lint
 from dragoman.mitm.guards.client_auth import CLIENT_METADATA_KEY
 from dragoman.mitm.outbound import client_key
 from dragoman.mitm.relay.exchange import RoutedExchange
@@ -250,7 +251,7 @@ class Translate(TranslateConfig):
             return
         if not resp.headers.get("content-type", "").lower().startswith("text/event-stream"):
             return
-        if not inbound.install_stream(flow, state, self.usage.on, self.max_sse_event, self.keep_answer):
+        if not inbound.install_stream(flow, state, self.usage.on, self.max_sse_event, self.keep_answer, self.lint):
             return
         if self.idle_timeout > 0 and state.relay_token is None:  # the relay watches relayed flows itself
             state.watchdog = IdleWatchdog(flow, self.idle_timeout).start()
@@ -268,11 +269,14 @@ class Translate(TranslateConfig):
             whole_usage(state, flow.response.get_content(strict=False) or b"")
         if state.translator is None:
             inbound.rename_back_whole(flow, state)
+        linted = lint.whole_before(flow, state, self.lint) if state.translator is None else None
+        upstream_status = flow.response.status_code
         if state.translator is None and not state.plan.identity:
             inbound.translate_whole(flow, state)
             self._lossy_header(flow.response, state)  # the whole answer has not left yet: the full count
         if state.ticket is not None and state.translator is None and 200 <= flow.response.status_code < 300:
             state.ticket.offer_whole(state, flow.response.get_content(strict=False) or b"")
+        lint.whole_after(flow, state, linted, upstream_status)
         inbound.mask_whole(flow, self.keys)
         self._show_upstream(flow, state)
         if state.answer_tap is not None and flow.response.raw_content is None:

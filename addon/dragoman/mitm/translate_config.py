@@ -73,6 +73,8 @@ class TranslateConfig:
         self.lossy_header = True
         #: assemble streamed answers into the flow's metadata for the view (``dragoman_keep_answer``)
         self.keep_answer = False
+        #: ``dragoman_lint``: off | log | strict
+        self.lint = "off"
         #: flows carrying credentials until their request is sent
         self.scrubber = Scrubber()
         self._keys = KeyMask()
@@ -103,6 +105,8 @@ class TranslateConfig:
             self.idle_timeout = opts.dragoman_idle_timeout
         if "dragoman_lossy_header" in updated:
             self.lossy_header = bool(opts.dragoman_lossy_header)
+        if "dragoman_lint" in updated and opts.dragoman_lint in options.CHOICES["dragoman_lint"]:
+            self.lint = str(opts.dragoman_lint)  # a bad value: OptionsError below
         if "dragoman_keep_answer" in updated:
             self.keep_answer = bool(opts.dragoman_keep_answer)
         self._configure_limits(updated)

@@ -1,0 +1,73 @@
+"""One flow's live lint (``dragoman_lint``): our client-bound output and the upstream's stream, each
+checked as it passes, each violation reported once (side, protocol, event index, message).
+
+Sans-I/O: the addon feeds the upstream bytes and our output bytes; ``FlowLint`` says when our output
+has just broken its grammar (``strict`` then ends the stream with an error event in the client's protocol).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dragoman.lint.live import StreamLint
+from dragoman.lint.live import Violation
+from dragoman.lint.live import check_body
+
+MODES = ("off", "log", "strict")
+#: dragoman.protocols.Protocol values -> lint protocol names
+PROTOCOL_NAMES = {"anthropic": "anthropic", "openai-chat": "chat", "openai-responses": "responses", "gemini": "gemini"}
+
+
+class FlowLint:
+    """``ours``: the client's protocol, strict grammar (None: not linted, e.g. bytes passed untouched);
+    ``upstream``: the upstream's protocol, the grammar tolerant of real provider output."""
+
+    def __init__(self, mode: str, client: str, upstream: str, *, ours: bool = True) -> None:
+        self.strict = mode == "strict"
+        self.client = PROTOCOL_NAMES[client]
+        self.upstream = PROTOCOL_NAMES[upstream]
+        self.ours = StreamLint(self.client, strict=True) if ours else None
+        self.theirs: StreamLint | None = StreamLint(self.upstream, strict=False)
+        self.reports: list[dict[str, Any]] = []
+        #: strict mode cut our stream after a violation: nothing more is sent
+        self.muted = False
+
+    def feed_upstream(self, data: bytes, final: bool = False) -> dict[str, Any] | None:
+        """Upstream bytes as received (b"" / ``final``: the end). -> a new report, or None."""
+        if self.theirs is None:
+            return None
+        v = self.theirs.feed(data) if data else None
+        if v is None and final:
+            v = self.theirs.close()
+        if v is not None or final:
+            self.theirs = None
+        return self._report("upstream", self.upstream, v)
+
+    def feed_ours(self, out: bytes, final: bool = False) -> dict[str, Any] | None:
+        """Our output bytes as they leave (``final``: the last of them). -> a new report, or None."""
+        if self.ours is None:
+            return None
+        v = self.ours.feed(out) if out else None
+        if v is None and final:
+            v = self.ours.close()
+        if v is not None or final:
+            self.ours = None
+        return self._report("ours", self.client, v)
+
+    def body(self, side: str, body: bytes, *, error: bool) -> dict[str, Any] | None:
+        """A whole JSON body: ours (strict grammar) or the upstream's (tolerant)."""
+        protocol = self.client if side == "ours" else self.upstream
+        return self._report(side, protocol, check_body(protocol, body, error=error, strict=side == "ours"))
+
+    def _report(self, side: str, protocol: str, v: Violation | None) -> dict[str, Any] | None:
+        if v is None:
+            return None
+        rep = {"side": side, "protocol": protocol, "index": v.index, "message": v.message}
+        self.reports.append(rep)
+        return rep
+
+
+def describe(rep: dict[str, Any]) -> str:
+    where = f"event #{rep['index']}" if rep["index"] >= 0 else "end of stream/body"
+    who = "our output" if rep["side"] == "ours" else "upstream"
+    return f"lint: {who} ({rep['protocol']}) breaks the grammar at {where}: {rep['message']}"

@@ -1,0 +1,86 @@
+"""The ``dragoman_lint`` option at the flow level: which streams and bodies are linted, the log line of
+each violation, and ``strict``'s error event when our own output breaks its protocol's grammar.
+The checking itself is ``dragoman.lint`` (sans-I/O)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from dragoman.ir.common import ErrorInfo
+from dragoman.ir.common import ErrorKind
+from dragoman.lint.flow import FlowLint
+from dragoman.lint.flow import describe
+from dragoman.logsafe import logsafe
+from dragoman.mitm.flowstate import FlowState
+
+logger = logging.getLogger(__name__)
+
+
+def start(state: FlowState, mode: str, ours: bool) -> None:
+    """Attach a ``FlowLint`` (``ours``: our output is linted too, False when the bytes pass untouched)."""
+    if mode in ("log", "strict"):
+        plan = state.plan
+        state.lint = FlowLint(mode, plan.client.value, plan.upstream.value, ours=ours and not plan.identity)
+
+
+def _log(flow_id: str, rep: dict[str, Any] | None) -> dict[str, Any] | None:
+    if rep is not None:
+        logger.warning("flow %s: %s", flow_id, logsafe(describe(rep), 500))
+    return rep
+
+
+def on_stream(flow_id: str, state: FlowState, upstream: bytes, out: bytes, final: bool) -> bytes:
+    """One step of a stream: lint the upstream bytes and our output; -> the output to send. In strict
+    mode a violation in our output appends an error event and mutes the rest of the stream."""
+    lint: FlowLint = state.lint
+    if lint.muted:
+        return b""
+    _log(flow_id, lint.feed_upstream(upstream, final))
+    rep = _log(flow_id, lint.feed_ours(out, final))
+    if rep is None or not lint.strict or final:
+        return out
+    lint.muted = True
+    info = ErrorInfo(kind=ErrorKind.API_ERROR, message=f"Dragoman {describe(rep)}", status=500)
+    try:
+        return out + state.translator.fail(info)
+    except Exception:  # noqa: BLE001 - never break the stream callable
+        logger.exception("flow %s: could not emit the lint error event", flow_id)
+        return out
+
+
+def on_body(flow_id: str, state: FlowState, upstream: bytes, upstream_ok: bool, out: bytes, ok: bool) -> bool:
+    """Lint a whole answer (upstream body and ours; ``ok``: a 2xx body, else an error body).
+    -> True when strict mode must replace our body with an error."""
+    lint: FlowLint = state.lint
+    if upstream:
+        _log(flow_id, lint.body("upstream", upstream, error=not upstream_ok))
+    if lint.ours is None:
+        return False
+    rep = _log(flow_id, lint.body("ours", out, error=not ok))
+    return rep is not None and lint.strict
+
+
+def whole_before(flow: Any, state: FlowState, mode: str) -> bytes | None:
+    """Before a whole (non-streamed) answer is translated: start the lint, keep the upstream's JSON body."""
+    resp = flow.response
+    if mode == "off" or resp is None or "json" not in resp.headers.get("content-type", "").lower():
+        return None
+    start(state, mode, ours=True)
+    return resp.get_content(strict=False) or b""
+
+
+def whole_after(flow: Any, state: FlowState, upstream: bytes | None, upstream_status: int) -> None:
+    """After translation: lint both bodies; strict mode answers a broken body of ours with a 502 error."""
+    resp = flow.response
+    if upstream is None or state.lint is None or resp is None:
+        return
+    out = resp.get_content(strict=False) or b""
+    ok = 200 <= resp.status_code < 300
+    if not on_body(flow.id, state, upstream, 200 <= upstream_status < 300, out, ok):
+        return
+    from dragoman.translate.response import error_body  # the protocol encoders, only on this rare path
+
+    info = ErrorInfo(kind=ErrorKind.API_ERROR, message="Dragoman lint: our answer breaks its protocol", status=502)
+    resp.status_code = 502
+    resp.content = error_body(info, state.plan.client)

@@ -1,0 +1,71 @@
+"""The cost of ``dragoman_lint=log`` (issue 35 item 4) next to the translator's own per-event cost.
+
+For each cross direction, the bench streams of ``streams.py`` (one SSE event per ``feed``, as mitmproxy's
+stream callable receives them) are translated alone, then translated with a ``FlowLint`` checking the
+upstream bytes (tolerant grammar) and our output (strict grammar). µs/event is this thread's CPU time
+per upstream event (median of runs); the lint share = (with lint - alone) / alone. Goal: < 20 %.
+
+    .venv/bin/python bench/lint.py [N_EVENTS] [RUNS]
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+
+import orjson
+import streams
+from inproc import CLOCK
+from inproc import make_translator
+
+from dragoman.lint.flow import FlowLint
+
+FLAGGED: set[str] = set()
+
+
+def _once(client: str, upstream: str, req: bytes, events: list[bytes], lint: bool) -> float:
+    tr = make_translator(client, upstream, req)
+    fl = FlowLint("log", client, upstream) if lint else None
+    t0 = CLOCK()
+    if fl is None:
+        for ev in events:
+            tr.feed(ev)
+        tr.close()
+    else:
+        for ev in events:
+            fl.feed_upstream(ev)
+            fl.feed_ours(tr.feed(ev))
+        fl.feed_upstream(b"", final=True)
+        fl.feed_ours(tr.close(), final=True)
+        # our output must be clean; the synthetic anthropic upstream interleaves its blocks (not the real
+        # grammar) and is flagged once, which stops its upstream check early (noted in the table)
+        ours = [r for r in fl.reports if r["side"] == "ours"]
+        assert ours == [], ours
+        FLAGGED.update(f"{r['protocol']} upstream: {r['message'][:60]}" for r in fl.reports)
+    return (CLOCK() - t0) / len(events) * 1e6
+
+
+def main(n_events: int = 2000, runs: int = 5) -> dict[str, dict[str, float]]:
+    events = {p: streams.generate(p, n_events) for p in streams.PROTOCOLS}
+    reqs = {c: orjson.dumps(streams.small_request(c, "bench-model")) for c in streams.PROTOCOLS}
+    table: dict[str, dict[str, float]] = {}
+    print(f"{'direction (client <- upstream)':42} {'alone µs/ev':>12} {'+lint µs/ev':>12} {'lint share':>10}")
+    for client in streams.PROTOCOLS:
+        for upstream in streams.PROTOCOLS:
+            if client == upstream:
+                continue
+            args = (client, upstream, reqs[client], events[upstream])
+            alone = statistics.median(_once(*args, lint=False) for _ in range(runs + 1))
+            linted = statistics.median(_once(*args, lint=True) for _ in range(runs + 1))
+            share = (linted - alone) / alone
+            table[f"{client}<-{upstream}"] = {"alone": alone, "lint": linted, "share": share}
+            print(f"{client + ' <- ' + upstream:42} {alone:12.1f} {linted:12.1f} {share:10.0%}")
+    shares = [r["share"] for r in table.values()]
+    for f in sorted(FLAGGED):
+        print(f"flagged (bench stream, not ours): {f}")
+    print(f"lint share: median {statistics.median(shares):.0%}, max {max(shares):.0%} (goal < 20%)")
+    return table
+
+
+if __name__ == "__main__":
+    main(*(int(a) for a in sys.argv[1:3]))

@@ -1,0 +1,123 @@
+"""The ``dragoman_lint`` option in the addon (issue 35 item 4), with taddons/tflow: validated like the other
+options; ``log`` lists violations in the flow metadata and logs each once; ``strict`` ends our stream with
+an error event in the client's protocol when our own output breaks its grammar."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+from mitmproxy import exceptions
+from mitmproxy import http
+from mitmproxy.test import taddons
+
+from dragoman import demo as fu
+from dragoman.mitm.flowstate import METADATA_KEY
+from dragoman.mitm.translate_addon import Translate
+from dragoman.translate.stream import StreamTranslator
+from validators import anthropic as va
+
+from ..test_translate_addon import make_flow
+
+UPSTREAM = "http://127.0.0.1:1/v1"
+
+
+@pytest.fixture
+def addon():
+    return Translate()
+
+
+@pytest.fixture
+def tctx(addon):
+    with taddons.context(addon) as tctx:
+        yield tctx
+
+
+def stream(tctx, addon, events: list[bytes], mode: str, corrupt=None, mp=None) -> tuple[http.HTTPFlow, bytes]:
+    tctx.configure(addon, dragoman_target="openai-chat", dragoman_upstream=UPSTREAM, dragoman_lint=mode)
+    f = make_flow("anthropic", stream=True)
+    addon.request(f)
+    f.response = http.Response.make(200, b"", {"content-type": "text/event-stream"})
+    f.response.raw_content = None
+    if corrupt is not None:  # a bug in our encoder, simulated
+        feed = StreamTranslator.feed
+        mp.setattr(StreamTranslator, "feed", lambda self, data: corrupt(feed(self, data)))
+    addon.responseheaders(f)
+    out = b""
+    for ev in [*events, b""]:
+        r = f.response.stream(ev)
+        out += r if isinstance(r, bytes) else b"".join(r)
+    addon.response(f)
+    return f, out
+
+
+EVENTS = fu.chat_reply("text", "gpt-x", True, True).events
+
+
+def test_the_option_is_validated(tctx, addon):
+    with pytest.raises(exceptions.OptionsError):
+        tctx.configure(addon, dragoman_lint="loud")
+    tctx.configure(addon, dragoman_lint="strict")
+    assert addon.lint == "strict"
+
+
+def test_log_finds_nothing_in_a_good_translation(tctx, addon, caplog):
+    caplog.set_level(logging.WARNING)
+    f, out = stream(tctx, addon, EVENTS, "log")
+    va.validate_stream(out)
+    assert "lint" not in f.metadata[METADATA_KEY]
+    assert not [r for r in caplog.records if "lint:" in r.getMessage()]
+
+
+def test_log_reports_a_broken_upstream_stream_once(tctx, addon, caplog):
+    caplog.set_level(logging.WARNING)
+    broken = [EVENTS[0], b'data: {"choices": "no"}\n\n', *EVENTS[1:]]
+    f, _ = stream(tctx, addon, broken, "log")
+    reports = f.metadata[METADATA_KEY]["lint"]
+    assert [(r["side"], r["protocol"], r["index"]) for r in reports] == [("upstream", "chat", 1)]
+    lines = [r.getMessage() for r in caplog.records if "lint:" in r.getMessage()]
+    assert len(lines) == 1 and lines[0].startswith(f"flow {f.id}: lint: upstream (chat)") and "event #1" in lines[0]
+
+
+def _wrong_role(out: bytes) -> bytes:
+    return out.replace(b'"role":"assistant"', b'"role":"user"')
+
+
+def test_log_reports_our_own_violation_but_keeps_the_stream(tctx, addon, monkeypatch):
+    f, out = stream(tctx, addon, EVENTS, "log", corrupt=_wrong_role, mp=monkeypatch)
+    (rep,) = f.metadata[METADATA_KEY]["lint"]
+    assert (rep["side"], rep["protocol"], rep["index"]) == ("ours", "anthropic", 0)
+    assert "assistant" in rep["message"]
+    assert out.rstrip().endswith(b'data: {"type":"message_stop"}')
+
+
+def test_strict_turns_our_violation_into_an_error_event(tctx, addon, monkeypatch):
+    f, out = stream(tctx, addon, EVENTS, "strict", corrupt=_wrong_role, mp=monkeypatch)
+    events = [e for e in out.split(b"\n\n") if e.strip()]
+    assert events[-1].startswith(b"event: error\n")
+    err = json.loads(events[-1].split(b"data: ", 1)[1])
+    assert err["type"] == "error" and "lint" in err["error"]["message"]
+    assert b"message_stop" not in out  # the rest of the stream is cut
+    assert f.metadata[METADATA_KEY]["lint"][0]["side"] == "ours"
+
+
+def whole(tctx, addon, reply: dict, mode: str) -> http.HTTPFlow:
+    tctx.configure(addon, dragoman_target="openai-chat", dragoman_upstream=UPSTREAM, dragoman_lint=mode)
+    f = make_flow("anthropic")
+    addon.request(f)
+    f.response = http.Response.make(200, json.dumps(reply).encode(), {"content-type": "application/json"})
+    addon.responseheaders(f)
+    addon.response(f)
+    return f
+
+
+def test_whole_bodies_are_linted(tctx, addon):
+    good = fu.chat_reply("text", "gpt-x", False, False).json_body
+    f = whole(tctx, addon, good, "strict")
+    assert "lint" not in f.metadata[METADATA_KEY]
+    va.validate_message(f.response.content)
+    bad = {**good, "object": 7, "choices": [{**good["choices"][0], "finish_reason": "weird"}]}
+    f = whole(tctx, addon, bad, "log")
+    sides = [r["side"] for r in f.metadata[METADATA_KEY]["lint"]]
+    assert sides[0] == "upstream"
