@@ -143,7 +143,7 @@ if hasattr(contentviews, "Contentview"):  # mitmproxy 12
 
 else:  # mitmproxy 11
 
-    class DragomanView(contentviews.View):  # type: ignore[no-redef,name-defined,misc]
+    class DragomanView(contentviews.View):  # type: ignore[no-redef,name-defined,misc,unused-ignore]
         name = NAME
 
         def __call__(self, data: bytes, *, flow: Any = None, http_message: Any = None, **_: Any) -> Any:
@@ -162,5 +162,5 @@ def register() -> None:
     if _registered:
         return
     view = DragomanView()
-    contentviews.add(view)
+    contentviews.add(view)  # type: ignore[arg-type,unused-ignore]  # mitmproxy 11 types it View, 12 Contentview
     _registered.append(view)
