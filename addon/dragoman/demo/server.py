@@ -190,6 +190,10 @@ class FakeUpstream:
                 pass
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError) as e:
             logger.debug("fake upstream: connection ended: %r", e)
+        except asyncio.CancelledError:
+            # the server is stopping with this connection open (a client idle between requests): end the task
+            # quietly, or asyncio's stream callback prints the cancellation as a traceback on stderr
+            logger.debug("fake upstream: connection closed at shutdown")
         finally:
             writer.close()
 
