@@ -165,6 +165,22 @@ def bytewise(data: bytes) -> list[SSEEvent]:
         ([b"data: a\r", b"\ndata: b\n\n"], [SSEEvent(data="a\nb")]),
         ([b"data: a\r\n\r\n", b"data: b\n\n"], [SSEEvent(data="a"), SSEEvent(data="b")]),
         ([b"data: caf\xc3", b"\xa9\n\n", b"data: \xe2\x82\xac\n\n"], [SSEEvent(data="café"), SSEEvent(data="€")]),
+        # one whole event per chunk (the split fast path): invalid UTF-8 is replaced as on the line rules,
+        # in the data and in the event name (whose decoded form is remembered per raw line)
+        ([b"event: a\ndata: \xff\n\n"], [SSEEvent(data="\ufffd", event="a")]),
+        (
+            [b"event: \xfe\ndata: x\n\n", b"event: \xfe\ndata: y\n\n"],
+            [SSEEvent(data="x", event="\ufffd")] + [SSEEvent(data="y", event="\ufffd")],
+        ),
+        ([b"data: \xc3\n\n"], [SSEEvent(data="\ufffd")]),
+        # shapes next to the one-event shape: an extra blank line, a second event, a data line without its blank
+        ([b"event: a\ndata: x\n\n\n"], [SSEEvent(data="x", event="a")]),
+        ([b"event: a\ndata: x\n\ndata: y\n\n"], [SSEEvent(data="x", event="a"), SSEEvent(data="y")]),
+        ([b"data: x\n\ndata: y\n\n"], [SSEEvent(data="x"), SSEEvent(data="y")]),
+        ([b"event: a\ndata: x\n", b"\n"], [SSEEvent(data="x", event="a")]),
+        ([b"data: x\ndata: y\n\n"], [SSEEvent(data="x\ny")]),
+        ([b"event: a\nevent: b\n\n", b"data: y\n\n"], [SSEEvent(data="y")]),
+        ([b"id: 3\ndata: x\n\n", b"event: a\ndata: y\n\n"], [SSEEvent(data="x", id="3"), SSEEvent("y", "a", "3")]),
     ],
 )
 def test_whole_event_chunks(chunks, expected):

@@ -15,6 +15,16 @@ _CR = 13
 _LF = 10
 #: ``tuple.__new__`` builds an ``SSEEvent`` without the generated ``__new__``'s Python frame
 _new_event = tuple.__new__
+#: the raw ``event: NAME`` line -> NAME, for the whole-event fast path (a handful of names per protocol)
+_NAMES: dict[bytes, str] = {}
+
+
+def _name(line: bytes) -> str:
+    """The event name of a raw ``event: NAME`` line, remembered (bounded: names are protocol constants)."""
+    name = line[7:].decode("utf-8", "replace")
+    if len(_NAMES) < 256:
+        _NAMES[line] = name
+    return name
 
 
 class SSEDecoder:
@@ -60,24 +70,28 @@ class SSEDecoder:
         self._room = 1 << 62
 
     def feed(self, chunk: bytes) -> list[SSEEvent]:
-        if self._clean and len(chunk) <= self._room:
-            # fastest paths, only with nothing pending: one whole event (what an upstream sends per
-            # HTTP chunk: an optional ``event: E`` line, one ``data: X`` line, a blank line, LF only;
-            # found with memchr-based ``find``, cheaper than a regex on long data lines), or whole events
-            n = len(chunk) - 2
-            if chunk[:7] == b"event: ":
-                nl = chunk.find(b"\n", 7)
-                if (
-                    chunk[nl + 1 : nl + 7] == b"data: "
-                    and chunk.find(b"\n", nl + 7) == n
-                    and chunk[n:] == b"\n\n"
-                    and 13 not in chunk
-                ):
-                    data = chunk[nl + 7 : n].decode("utf-8", "replace")
-                    return [_new_event(SSEEvent, (data, chunk[7:nl].decode("utf-8", "replace"), self._id, None))]
-            elif chunk[:6] == b"data: " and chunk.find(b"\n", 6) == n and chunk[n:] == b"\n\n" and 13 not in chunk:
-                return [_new_event(SSEEvent, (chunk[6:n].decode("utf-8", "replace"), None, self._id, None))]
-            if chunk[-2:] == b"\n\n" and 13 not in chunk:
+        if self._clean and 13 not in chunk and len(chunk) <= self._room:
+            # fastest paths, only with nothing pending and LF line ends: one whole event (what an upstream
+            # sends per HTTP chunk: an optional ``event: E`` line, one ``data: X`` line, a blank line), found
+            # with ONE bounded split (it stops at the second LF, however long the chunk), or whole events
+            p = chunk.split(b"\n", 2)
+            if len(p) == 3:
+                a, b, c = p
+                if c == b"\n":  # ``a\nb\n\n``: ``event: E`` then ``data: X``
+                    if b[:6] == b"data: " and a[:7] == b"event: ":
+                        name = _NAMES.get(a)
+                        if name is None:
+                            name = _name(a)
+                        try:  # strict decode (cheaper than "replace"); invalid UTF-8 takes the general path
+                            return [_new_event(SSEEvent, (b[6:].decode(), name, self._id, None))]
+                        except UnicodeDecodeError:
+                            pass
+                elif not c and not b and a[:6] == b"data: ":  # ``data: X\n\n``
+                    try:
+                        return [_new_event(SSEEvent, (a[6:].decode(), None, self._id, None))]
+                    except UnicodeDecodeError:
+                        pass
+            if chunk[-2:] == b"\n\n":
                 return self._whole_events(chunk)
         return self._general(chunk)
 
