@@ -170,7 +170,7 @@ def bytewise(data: bytes) -> list[SSEEvent]:
         ([b"event: a\ndata: \xff\n\n"], [SSEEvent(data="\ufffd", event="a")]),
         (
             [b"event: \xfe\ndata: x\n\n", b"event: \xfe\ndata: y\n\n"],
-            [SSEEvent(data="x", event="\ufffd")] + [SSEEvent(data="y", event="\ufffd")],
+            [SSEEvent(data="x", event="\ufffd"), SSEEvent(data="y", event="\ufffd")],
         ),
         ([b"data: \xc3\n\n"], [SSEEvent(data="\ufffd")]),
         # shapes next to the one-event shape: an extra blank line, a second event, a data line without its blank

@@ -29,6 +29,7 @@ from dragoman.ir.common import ErrorInfo
 from dragoman.ir.common import ErrorKind
 from dragoman.ir.events import KEEPALIVE
 from dragoman.ir.events import StreamError
+from dragoman.ir.events import StreamEvent
 from dragoman.ir.lossy import LossReport
 from dragoman.logsafe import logsafe
 from dragoman.protocols.base import StreamDecoder
@@ -92,14 +93,31 @@ class StreamTranslator:
                 events = self._sse.feed(data)
             except SSELimitError as e:  # the events before the line or event beyond the cap, then the error
                 events, over = e.events, e
-            if not events and over is None:
+            dec = self._dec
+            irs: list[StreamEvent] | tuple[()] = ()
+            if len(events) == 1 and over is None and events[0] is not COMMENT:
+                # the usual chunk: one upstream event giving one IR event, encoded straight to the output
+                self.events_in += 1
+                irs = dec.feed(events[0])
+                if len(irs) == 1:
+                    ev = irs[0]
+                    if type(ev) is not StreamError and ev is not KEEPALIVE:
+                        chunk = self._enc.encode(ev)
+                        self.phase = _DONE if dec.done else _STREAMING
+                        return chunk
+                events = ()  # consumed: its IR events (none, several, a keepalive, an error) go the general way
+            elif not events and over is None:
                 return b""
             append = out.append
             encode = self._enc.encode
-            dec = self._dec
+            keepalive = KEEPALIVE
+            for ev in irs:
+                if type(ev) is StreamError:
+                    append(self._to_error(ev.error))
+                    return b"".join(out)
+                append(encode(ev) if ev is not keepalive else self._enc.keepalive())
             dec_feed = dec.feed
             comment = COMMENT
-            keepalive = KEEPALIVE
             for sse in events:
                 if sse is comment:
                     append(self._enc.keepalive())
