@@ -12,13 +12,11 @@ from enum import StrEnum
 from typing import TypeVar
 from typing import dataclass_transform
 
-
 from dragoman.ir.common import ErrorInfo
 from dragoman.ir.common import StopReason
 from dragoman.ir.common import Usage
 from dragoman.ir.search import Citation
 from dragoman.ir.search import WebSearchPart
-
 
 _T = TypeVar("_T")
 

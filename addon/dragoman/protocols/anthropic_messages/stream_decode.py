@@ -86,6 +86,11 @@ class _Block(Enum):
     SEARCH_CALL = "search_call"  # a web search server_tool_use: its input is buffered
 
 
+_STREAMING = Phase.STREAMING
+_TEXT = _Block.TEXT
+_THINKING = _Block.THINKING
+
+
 class AnthropicStreamDecoder(StreamDecoder):
     """Anthropic SSE -> IR events. The Anthropic block index is the IR index."""
 
@@ -143,6 +148,15 @@ class AnthropicStreamDecoder(StreamDecoder):
                 d = obj.get("delta")
                 if type(idx) is int and type(d) is dict:
                     dt = d.get("type")
+                    # the two deltas of ~70 % of a stream, in an open block of their kind: no call, no lookup
+                    if dt == "text_delta":
+                        value = d.get("text")
+                        if type(value) is str and self._open.get(idx) is _TEXT and self.phase is _STREAMING:
+                            return [TextDelta(idx, value)] if value else []
+                    elif dt == "thinking_delta":
+                        value = d.get("thinking")
+                        if type(value) is str and self._open.get(idx) is _THINKING and self.phase is _STREAMING:
+                            return [ThinkingDelta(idx, value)] if value else []
                     if type(dt) is str:
                         field = _DELTA_FIELDS.get(dt)
                         if field is not None:

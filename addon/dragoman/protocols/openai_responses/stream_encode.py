@@ -21,6 +21,8 @@ from enum import Enum
 from typing import TYPE_CHECKING
 from typing import Any
 
+import orjson
+
 from dragoman.errors import UpstreamProtocolError
 from dragoman.ir.common import ErrorInfo
 from dragoman.ir.common import StopReason
@@ -59,6 +61,10 @@ class Phase(Enum):
     STREAMING = "streaming"
     TERMINAL = "terminal"  # MessageDelta seen, waiting for MessageStop
     DONE = "done"  # the terminal event was written
+
+
+_STREAMING = Phase.STREAMING
+_dumps = orjson.dumps
 
 
 class ResponsesStreamEncoder(SearchItems, StreamEncoder):
@@ -116,6 +122,23 @@ class ResponsesStreamEncoder(SearchItems, StreamEncoder):
     # ---------------------------------------------------------- encode
 
     def encode(self, ev: StreamEvent) -> bytes:
+        if self.phase is _STREAMING:
+            # hot path: a delta for a live item whose delta framing is built (``OutItem.fast``): the bytes
+            # ``_text_delta``/``_thinking_delta``/``_args_delta`` write, without their calls and checks
+            cls = type(ev)
+            if cls is TextDelta or cls is ThinkingDelta or cls is ToolArgsDelta:
+                if TYPE_CHECKING:
+                    assert isinstance(ev, TextDelta | ThinkingDelta | ToolArgsDelta)
+                b = self._blocks.get(ev.index)
+                if b is not None and b.fast is cls and b.open and not b.held:
+                    text = ev.fragment if isinstance(ev, ToolArgsDelta) else ev.text
+                    if text or cls is TextDelta:  # an empty thinking or arguments delta sends nothing
+                        b.chunks.append(text)
+                        if len(b.chunks) >= b.limit:
+                            b.compact()
+                        seq = self._seq
+                        self._seq = seq + 1
+                        return b"".join((b.prefix or b"", _dumps(text), b.suffix, b"%d}\n\n" % seq))
         if type(ev) is MessageStart:
             if self.phase is not Phase.WAITING:
                 raise UpstreamProtocolError(f"duplicate MessageStart (phase {self.phase.value})")
@@ -192,12 +215,6 @@ class ResponsesStreamEncoder(SearchItems, StreamEncoder):
             return self.error(ev.error)
         raise UpstreamProtocolError(f"unexpected IR event {type(ev).__name__}")
 
-    def _block(self, index: int, what: str) -> OutItem:
-        b = self._blocks.get(index)
-        if b is None or not b.open:
-            raise UpstreamProtocolError(f"{what} for unknown or closed block {index} (phase {self.phase.value})")
-        return b
-
     def _block_start(self, ev: BlockStart) -> bytes:
         if ev.index in self._blocks:
             raise UpstreamProtocolError(f"duplicate BlockStart for block {ev.index} (phase {self.phase.value})")
@@ -242,45 +259,6 @@ class ResponsesStreamEncoder(SearchItems, StreamEncoder):
                 break
             out += self._block_stop(b)
         return out
-
-    def _text_delta(self, ev: TextDelta) -> bytes:
-        b = self._block(ev.index, "TextDelta")
-        if b.kind is BlockKind.TEXT:
-            b.keep(ev.text)
-            if b.held:
-                return b""
-            return self._delta_ev(b, "response.output_text.delta", b'"content_index":0,', ev.text, b',"logprobs":[],')
-        if b.kind is BlockKind.REFUSAL:
-            b.keep(ev.text)
-            if b.held:
-                return b""
-            return self._delta_ev(b, "response.refusal.delta", b'"content_index":0,', ev.text, b",")
-        raise UpstreamProtocolError(f"TextDelta for a {b.kind.value} block (phase {self.phase.value})")
-
-    def _thinking_delta(self, ev: ThinkingDelta) -> bytes:
-        b = self._block(ev.index, "ThinkingDelta")
-        if b.kind is not BlockKind.THINKING:
-            raise UpstreamProtocolError(f"ThinkingDelta for a {b.kind.value} block (phase {self.phase.value})")
-        if not ev.text:
-            return b""
-        if b.held:
-            b.keep(ev.text)
-            return b""
-        out = b""
-        if not b.summary_started:
-            out = self._summary_part_added(b)
-        b.keep(ev.text)
-        return out + self._delta_ev(b, "response.reasoning_summary_text.delta", b'"summary_index":0,', ev.text, b",")
-
-    def _args_delta(self, ev: ToolArgsDelta) -> bytes:
-        b = self._block(ev.index, "ToolArgsDelta")
-        if b.kind is not BlockKind.TOOL_CALL and b.kind is not BlockKind.CUSTOM_TOOL_CALL:
-            raise UpstreamProtocolError(f"ToolArgsDelta for a {b.kind.value} block (phase {self.phase.value})")
-        b.keep(ev.fragment)
-        if b.unwrap or not ev.fragment or b.held:
-            return b""  # unwrap: the raw input is only known once the JSON arguments are complete
-        etype = "response.custom_tool_call_input.delta" if b.custom else "response.function_call_arguments.delta"
-        return self._delta_ev(b, etype, b"", ev.fragment, b",")
 
     # ---------------------------------------------------------- the end
 

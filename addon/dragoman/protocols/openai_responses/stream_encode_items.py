@@ -13,8 +13,12 @@ from typing import Any
 
 import orjson
 
+from dragoman.errors import UpstreamProtocolError
 from dragoman.ir import carry
 from dragoman.ir.events import BlockKind
+from dragoman.ir.events import TextDelta
+from dragoman.ir.events import ThinkingDelta
+from dragoman.ir.events import ToolArgsDelta
 from dragoman.ir.search import WebSearchPart
 from dragoman.protocols.base import Context
 from dragoman.protocols.openai_responses import search
@@ -46,6 +50,8 @@ class OutItem:
         "chunks",
         "limit",
         "prefix",
+        "suffix",
+        "fast",
         "signature",
         "enc",
         "redacted",
@@ -70,6 +76,10 @@ class OutItem:
         self.limit = _COMPACT
         #: the bytes of this item's delta event up to the delta value (built on first use)
         self.prefix: bytes | None = None
+        #: the bytes between the delta value and the sequence number (built with ``prefix``)
+        self.suffix = b""
+        #: the IR delta class the encoder's hot path writes for this item once ``prefix`` is built (None: none)
+        self.fast: type | None = None
         self.signature: str | None = None
         self.enc: str | None = None
         self.redacted: str | None = None
@@ -89,13 +99,22 @@ class OutItem:
         chunks = self.chunks
         chunks.append(text)
         if len(chunks) >= self.limit:
-            start = self.limit - _COMPACT
-            chunks[start:] = ["".join(chunks[start:])]
-            self.limit = start + 1 + _COMPACT
+            self.compact()
+
+    def compact(self) -> None:
+        """Join the last ``_COMPACT`` pieces (``chunks`` reached ``limit``; a hot path appends itself)."""
+        chunks = self.chunks
+        start = self.limit - _COMPACT
+        chunks[start:] = ["".join(chunks[start:])]
+        self.limit = start + 1 + _COMPACT
 
 
 class ItemFraming:
     """Event numbering and the wire events of one output item's life."""
+
+    #: the encoder's items by IR block index, and its phase
+    _blocks: dict[int, OutItem]
+    phase: Any
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
@@ -105,7 +124,9 @@ class ItemFraming:
 
     def _delta_ev(self, b: OutItem, etype: str, index_field: bytes, delta: str, tail: bytes) -> bytes:
         """== ``self._ev(etype, {"item_id", "output_index", [index_field: 0,] "delta", ...})`` from a
-        prefix built once per item (the hot path: one orjson call and one int format per event)."""
+        prefix and suffix built once per item (an item's ``etype``, ``index_field`` and ``tail`` never
+        change), so an event is one orjson call, one int format and one join (``ResponsesStreamEncoder``'s
+        hot path does the same inline once ``prefix`` is built)."""
         prefix = b.prefix
         if prefix is None:
             prefix = b.prefix = (
@@ -117,15 +138,70 @@ class ItemFraming:
                 + index_field
                 + b'"delta":'
             )
+            b.suffix = tail + b'"type":"' + etype.encode() + b'","sequence_number":'
+            kind = b.kind
+            if kind is BlockKind.TEXT or kind is BlockKind.REFUSAL:
+                b.fast = TextDelta
+            elif kind is BlockKind.THINKING:  # its summary part was added before its first delta
+                b.fast = ThinkingDelta
+            elif (kind is BlockKind.TOOL_CALL or kind is BlockKind.CUSTOM_TOOL_CALL) and not b.unwrap:
+                b.fast = ToolArgsDelta
         seq = self._seq
         self._seq = seq + 1
-        return prefix + _dumps(delta) + tail + b'"type":"' + etype.encode() + b'","sequence_number":%d}\n\n' % seq
+        return b"".join((prefix, _dumps(delta), b.suffix, b"%d}\n\n" % seq))
 
     def _ev(self, etype: str, payload: dict[str, Any]) -> bytes:
         payload["type"] = etype
         payload["sequence_number"] = self._seq
         self._seq += 1
         return encode_json(etype, payload)
+
+    # ---------------------------------------------------------- deltas (the slow way: see ``encode``)
+
+    def _block(self, index: int, what: str) -> OutItem:
+        b = self._blocks.get(index)
+        if b is None or not b.open:
+            raise UpstreamProtocolError(f"{what} for unknown or closed block {index} (phase {self.phase.value})")
+        return b
+
+    def _text_delta(self, ev: TextDelta) -> bytes:
+        b = self._block(ev.index, "TextDelta")
+        if b.kind is BlockKind.TEXT:
+            b.keep(ev.text)
+            if b.held:
+                return b""
+            return self._delta_ev(b, "response.output_text.delta", b'"content_index":0,', ev.text, b',"logprobs":[],')
+        if b.kind is BlockKind.REFUSAL:
+            b.keep(ev.text)
+            if b.held:
+                return b""
+            return self._delta_ev(b, "response.refusal.delta", b'"content_index":0,', ev.text, b",")
+        raise UpstreamProtocolError(f"TextDelta for a {b.kind.value} block (phase {self.phase.value})")
+
+    def _thinking_delta(self, ev: ThinkingDelta) -> bytes:
+        b = self._block(ev.index, "ThinkingDelta")
+        if b.kind is not BlockKind.THINKING:
+            raise UpstreamProtocolError(f"ThinkingDelta for a {b.kind.value} block (phase {self.phase.value})")
+        if not ev.text:
+            return b""
+        if b.held:
+            b.keep(ev.text)
+            return b""
+        out = b""
+        if not b.summary_started:
+            out = self._summary_part_added(b)
+        b.keep(ev.text)
+        return out + self._delta_ev(b, "response.reasoning_summary_text.delta", b'"summary_index":0,', ev.text, b",")
+
+    def _args_delta(self, ev: ToolArgsDelta) -> bytes:
+        b = self._block(ev.index, "ToolArgsDelta")
+        if b.kind is not BlockKind.TOOL_CALL and b.kind is not BlockKind.CUSTOM_TOOL_CALL:
+            raise UpstreamProtocolError(f"ToolArgsDelta for a {b.kind.value} block (phase {self.phase.value})")
+        b.keep(ev.fragment)
+        if b.unwrap or not ev.fragment or b.held:
+            return b""  # unwrap: the raw input is only known once the JSON arguments are complete
+        etype = "response.custom_tool_call_input.delta" if b.custom else "response.function_call_arguments.delta"
+        return self._delta_ev(b, etype, b"", ev.fragment, b",")
 
     # ---------------------------------------------------------- opening
 

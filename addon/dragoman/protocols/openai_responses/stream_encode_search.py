@@ -33,7 +33,6 @@ class SearchItems(ItemFraming):
     _base: dict[int, int]
     _release: Callable[[], bytes]
     _mint: Callable[[str, str | None], str]
-    _block: Callable[[int, str], OutItem]
 
     def _rejoin(self, ev: BlockStart) -> bytes:
         """The next text block continues the lingering message."""
