@@ -69,6 +69,10 @@ _DETAILS_TEXT_HEAD = b',"reasoning_details":[{"type":"reasoning.text","text":'
 _DETAILS_INDEX = b',"index":'
 _DETAILS_TAIL = b"}]"
 _CHUNK_TAIL = b'},"finish_reason":null}]}\n\n'
+#: == ``_tool_chunk(K, X)``: ``_TOOL_HEAD`` K ``_TOOL_ARGS`` X ``_TOOL_TAIL``
+_TOOL_HEAD = b'[{"index":0,"delta":{"tool_calls":[{"index":'
+_TOOL_ARGS = b',"function":{"arguments":'
+_TOOL_TAIL = b"}}]" + _CHUNK_TAIL
 
 
 class ChatStreamEncoder(StreamEncoder):
@@ -129,7 +133,8 @@ class ChatStreamEncoder(StreamEncoder):
                     return self._unexpected(ev)
                 if self._kinds[ev.index] is BlockKind.CUSTOM_TOOL_CALL:
                     return self._tool_chunk(tindex, _dumps(ev.fragment)[1:-1].decode())
-                return self._tool_chunk(tindex, ev.fragment)
+                # == self._tool_chunk(tindex, ev.fragment), from the template
+                return b"".join((self._prefix, _TOOL_HEAD, b"%d" % tindex, _TOOL_ARGS, _dumps(ev.fragment), _TOOL_TAIL))
             return self._streaming_other(ev)
         if type(ev) is MessageStart and self.phase is Phase.START:
             return self._start(ev)
