@@ -19,8 +19,11 @@ _new_event = tuple.__new__
 _NAMES: dict[bytes, str] = {}
 
 
-def _name(line: bytes) -> str:
-    """The event name of a raw ``event: NAME`` line, remembered (bounded: names are protocol constants)."""
+def _name(line: bytes) -> str | None:
+    """The event name of a raw ``event: NAME`` line, remembered (bounded: names are protocol constants);
+    None when ``line`` is not an ``event: `` line."""
+    if line[:7] != b"event: ":
+        return None
     name = line[7:].decode("utf-8", "replace")
     if len(_NAMES) < 256:
         _NAMES[line] = name
@@ -78,10 +81,10 @@ class SSEDecoder:
             if len(p) == 3:
                 a, b, c = p
                 if c == b"\n":  # ``a\nb\n\n``: ``event: E`` then ``data: X``
-                    if b[:6] == b"data: " and a[:7] == b"event: ":
-                        name = _NAMES.get(a)
-                        if name is None:
-                            name = _name(a)
+                    name = _NAMES.get(a)  # a known ``event: NAME`` line, or None
+                    if name is None:
+                        name = _name(a)
+                    if name is not None and b[:6] == b"data: ":
                         try:  # strict decode (cheaper than "replace"); invalid UTF-8 takes the general path
                             return [_new_event(SSEEvent, (b[6:].decode(), name, self._id, None))]
                         except UnicodeDecodeError:

@@ -20,6 +20,7 @@ keepalive (``StreamEncoder.keepalive``) in the same output chunk. None is ever m
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from enum import Enum
 
 from dragoman.errors import TranslationError
@@ -38,6 +39,7 @@ from dragoman.sse.capped import CappedSSEDecoder
 from dragoman.sse.capped import SSELimitError
 from dragoman.sse.decoder import SSEDecoder
 from dragoman.sse.events import COMMENT
+from dragoman.sse.events import SSEEvent
 from dragoman.translate.overflow import recognise
 
 logger = logging.getLogger(__name__)
@@ -80,36 +82,47 @@ class StreamTranslator:
         return self._enc
 
     def feed(self, data: bytes) -> bytes:
-        phase = self.phase
-        if phase is Phase.CLOSED:
-            raise TranslatorStateError("feed() after close()")
-        if phase is _ERROR or phase is _DONE or not data:
-            return b""  # after the terminal event (or an error) the rest of the upstream bytes are drained
-        # the hot path (one call per upstream HTTP chunk): locals only, one join at the end
-        out: list[bytes] = []
-        over: SSELimitError | None = None
+        if self.phase is not _STREAMING:
+            phase = self.phase
+            if phase is Phase.CLOSED:
+                raise TranslatorStateError("feed() after close()")
+            if phase is _ERROR or phase is _DONE:
+                return b""  # after the terminal event (or an error) the rest of the upstream bytes are drained
+        # the hot path (one call per upstream HTTP chunk): one upstream event giving one IR event goes
+        # straight from the decoder to the encoder (no output list, no join); anything else: ``_events``
         try:
-            try:
-                events = self._sse.feed(data)
-            except SSELimitError as e:  # the events before the line or event beyond the cap, then the error
-                events, over = e.events, e
+            events = self._sse.feed(data)
+            if len(events) != 1 or self.phase is not _STREAMING:
+                return self._events(events, None, ())
+            sse = events[0]
+            if sse is COMMENT:
+                return self._events(events, None, ())
+            self.events_in += 1
             dec = self._dec
-            irs: list[StreamEvent] | tuple[()] = ()
-            if len(events) == 1 and over is None and events[0] is not COMMENT:
-                # the usual chunk: one upstream event giving one IR event, encoded straight to the output
-                self.events_in += 1
-                irs = dec.feed(events[0])
-                if len(irs) == 1:
-                    ev = irs[0]
-                    if type(ev) is not StreamError and ev is not KEEPALIVE:
-                        chunk = self._enc.encode(ev)
-                        self.phase = _DONE if dec.done else _STREAMING
-                        return chunk
-                events = ()  # consumed: its IR events (none, several, a keepalive, an error) go the general way
-            elif not events and over is None:
-                return b""
+            irs = dec.feed(sse)
+            if len(irs) == 1:
+                ev = irs[0]
+                if type(ev) is not StreamError and ev is not KEEPALIVE:
+                    chunk = self._enc.encode(ev)
+                    if dec.done:
+                        self.phase = _DONE
+                    return chunk
+            return self._events((), None, irs)  # the SSE event is consumed: its IR events go the general way
+        except SSELimitError as e:  # the events before the line or event beyond the cap, then the error
+            return self._events(e.events, e, ())
+        except Exception as e:  # noqa: BLE001 - nothing may escape into mitmproxy's stream callable
+            return self._to_error(self._describe(e))
+
+    def _events(self, events: Sequence[SSEEvent], over: SSELimitError | None, irs: Sequence[StreamEvent]) -> bytes:
+        """The general loop: ``irs`` (the IR events of an SSE event already decoded), then ``events``;
+        ``over``: the SSE decoder's cap was exceeded after ``events``."""
+        if not events and over is None and not irs:
+            return b""
+        out: list[bytes] = []
+        try:
             append = out.append
             encode = self._enc.encode
+            dec = self._dec
             keepalive = KEEPALIVE
             for ev in irs:
                 if type(ev) is StreamError:

@@ -61,6 +61,9 @@ _loads = orjson.loads
 
 #: hot-path constants (module globals: no Enum attribute lookup, no tuple built per text delta)
 _TEXT0 = ("text", 0)
+_TEXT_DELTA = "response.output_text.delta"
+_STREAMING = Phase.STREAMING
+_MESSAGE = ItemKind.MESSAGE
 _REASONING = ItemKind.REASONING
 _FUNCTION = ItemKind.FUNCTION
 
@@ -113,6 +116,15 @@ class ResponsesStreamDecoder(ItemState, StreamDecoder):
                         and (si is None or type(si) is int)
                     ):
                         phase = self.phase
+                        if phase is _STREAMING and t == _TEXT_DELTA and not ci:
+                            # the text delta of a known message item's open first part: what ``_delta`` does
+                            st = self._items.get(item_id) if item_id is not None else None
+                            if st is not None and st.kind is _MESSAGE and not obj.get("logprobs"):
+                                b = st.parts.get(0)
+                                if b is not None and b.open:
+                                    emitted = b.emitted
+                                    emitted[_TEXT0] = emitted.get(_TEXT0, 0) + len(delta)
+                                    return [TextDelta(b.index, delta)]
                         if phase is Phase.DONE or phase is Phase.FAILED:
                             logger.debug("ignoring Responses event %s after the terminal event", logsafe(t))
                             return []
