@@ -138,7 +138,7 @@ class ResponsesStreamEncoder(SearchItems, StreamEncoder):
                             b.compact()
                         seq = self._seq
                         self._seq = seq + 1
-                        return b"".join((b.prefix or b"", _dumps(text), b.suffix, b"%d}\n\n" % seq))
+                        return b"%b%b%b%d}\n\n" % (b.prefix, _dumps(text), b.suffix, seq)
         if type(ev) is MessageStart:
             if self.phase is not Phase.WAITING:
                 raise UpstreamProtocolError(f"duplicate MessageStart (phase {self.phase.value})")

@@ -75,7 +75,7 @@ class OutItem:
         #: ``chunks`` is compacted when it reaches this length (see ``keep``)
         self.limit = _COMPACT
         #: the bytes of this item's delta event up to the delta value (built on first use)
-        self.prefix: bytes | None = None
+        self.prefix = b""  # empty until built
         #: the bytes between the delta value and the sequence number (built with ``prefix``)
         self.suffix = b""
         #: the IR delta class the encoder's hot path writes for this item once ``prefix`` is built (None: none)
@@ -128,7 +128,7 @@ class ItemFraming:
         change), so an event is one orjson call, one int format and one join (``ResponsesStreamEncoder``'s
         hot path does the same inline once ``prefix`` is built)."""
         prefix = b.prefix
-        if prefix is None:
+        if not prefix:
             prefix = b.prefix = (
                 b"event: "
                 + etype.encode()
@@ -148,7 +148,7 @@ class ItemFraming:
                 b.fast = ToolArgsDelta
         seq = self._seq
         self._seq = seq + 1
-        return b"".join((prefix, _dumps(delta), b.suffix, b"%d}\n\n" % seq))
+        return b"%b%b%b%d}\n\n" % (prefix, _dumps(delta), b.suffix, seq)
 
     def _ev(self, etype: str, payload: dict[str, Any]) -> bytes:
         payload["type"] = etype
