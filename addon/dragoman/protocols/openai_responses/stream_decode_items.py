@@ -29,6 +29,9 @@ from dragoman.protocols.base import Context
 from dragoman.protocols.openai_responses import search
 from dragoman.protocols.openai_responses.models import ContentPartEvent
 
+#: the emitted-length key of the first summary part (the hot path builds no tuple)
+_SUMMARY0 = ("summary", 0)
+
 
 class Phase(Enum):
     WAITING = "waiting"  # nothing seen yet
@@ -282,7 +285,7 @@ class ItemState:
             raise UpstreamProtocolError(f"Responses reasoning summary text is not a string (phase {self.phase.value})")
         b = st.block
         assert b is not None
-        key = ("summary", si)
+        key = _SUMMARY0 if si == 0 else ("summary", si)
         if key not in b.emitted:
             if st.summaries > 0 and b.open:
                 out.append(ThinkingDelta(b.index, "\n\n", summary=True))
@@ -294,7 +297,7 @@ class ItemState:
             self._emit(b, key, text, out, summary=True)
         elif b.open:
             b.emitted[key] += len(text)
-            out.append(ThinkingDelta(b.index, text, summary=True))
+            out.append(ThinkingDelta(b.index, text, True))  # summary=True (positional: cheaper to build)
 
     # ---------------------------------------------------------- full values, stops
 
