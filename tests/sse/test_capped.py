@@ -124,3 +124,11 @@ def test_other_line_ends_same_rule(eol):
     for label, pieces in chunkings(bad, seeds=4):
         got, err = decode(CappedSSEDecoder(1000), pieces)
         assert err is not None and [e.data for e in got] == ["first"], label
+
+
+def test_one_leaves_an_event_beyond_the_cap_to_feed():
+    d = CappedSSEDecoder(16)
+    assert d.one(b"data: 12\n\n") == SSEEvent(data="12")  # a chunk within the cap
+    assert d.one(b"data: 123456789012345\n\n") is None  # beyond it: ``feed`` applies the cap's rules
+    with pytest.raises(SSELimitError):
+        d.feed(b"data: 123456789012345\n\n")

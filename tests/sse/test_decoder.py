@@ -238,3 +238,33 @@ def test_comment_sentinel_is_told_by_identity():
     assert ev is COMMENT
     (data_ev,) = d.feed(b"event: :comment\ndata: \n\n")  # the same fields from the wire are an ordinary event
     assert data_ev == COMMENT and data_ev is not COMMENT
+
+
+@pytest.mark.parametrize(
+    "chunk,expected",
+    [
+        (b"event: a\ndata: x\n\n", SSEEvent(data="x", event="a")),
+        (b"data: x\n\n", SSEEvent(data="x")),
+        # not one whole event of the usual shape: None, and nothing consumed (``feed`` gets the chunk)
+        (b"data: x\n\ndata: y\n\n", None),
+        (b"data: x\n", None),
+        (b"data: x\r\n\r\n", None),
+        (b"event: a\ndata: \xff\n\n", None),
+        (b": ping\n\n", None),
+        (b"id: 1\ndata: x\n\n", None),
+        (b"", None),
+    ],
+)
+def test_one_takes_only_a_single_whole_event(chunk, expected):
+    d = SSEDecoder()
+    assert d.one(chunk) == expected
+    if expected is None:  # the decoder is untouched: feeding the chunk gives what a fresh decoder gives
+        assert d.feed(chunk) + d.close() == decode([chunk])
+
+
+def test_one_declines_while_an_event_is_pending():
+    d = SSEDecoder()
+    assert d.feed(b"data: a") == []
+    assert d.one(b"data: x\n\n") is None
+    assert d.feed(b"\n\n") == [SSEEvent(data="a")]
+    assert d.one(b"data: x\n\n") == SSEEvent(data="x")

@@ -73,10 +73,20 @@ class SSEDecoder:
         self._room = 1 << 62
 
     def feed(self, chunk: bytes) -> list[SSEEvent]:
+        ev = self.one(chunk)
+        if ev is not None:
+            return [ev]
+        if self._clean and chunk[-2:] == b"\n\n" and 13 not in chunk and len(chunk) <= self._room:
+            return self._whole_events(chunk)  # whole LF-only events, nothing pending
+        return self._general(chunk)
+
+    def one(self, chunk: bytes) -> SSEEvent | None:
+        """The event ``chunk`` holds when it is exactly one whole event of the usual shape and nothing is
+        pending (what an upstream sends per HTTP chunk: an optional ``event: E`` line, one ``data: X`` line,
+        a blank line, LF only); otherwise None, and nothing was consumed: ``feed`` the chunk. The
+        translator's hot path (no list); found with ONE bounded split (it stops at the second LF, however
+        long the chunk)."""
         if self._clean and 13 not in chunk and len(chunk) <= self._room:
-            # fastest paths, only with nothing pending and LF line ends: one whole event (what an upstream
-            # sends per HTTP chunk: an optional ``event: E`` line, one ``data: X`` line, a blank line), found
-            # with ONE bounded split (it stops at the second LF, however long the chunk), or whole events
             p = chunk.split(b"\n", 2)
             if len(p) == 3:
                 a, b, c = p
@@ -86,17 +96,15 @@ class SSEDecoder:
                         name = _name(a)
                     if name is not None and b[:6] == b"data: ":
                         try:  # strict decode (cheaper than "replace"); invalid UTF-8 takes the general path
-                            return [_new_event(SSEEvent, (b[6:].decode(), name, self._id, None))]
+                            return _new_event(SSEEvent, (b[6:].decode(), name, self._id, None))
                         except UnicodeDecodeError:
                             pass
                 elif not c and not b and a[:6] == b"data: ":  # ``data: X\n\n``
                     try:
-                        return [_new_event(SSEEvent, (a[6:].decode(), None, self._id, None))]
+                        return _new_event(SSEEvent, (a[6:].decode(), None, self._id, None))
                     except UnicodeDecodeError:
                         pass
-            if chunk[-2:] == b"\n\n":
-                return self._whole_events(chunk)
-        return self._general(chunk)
+        return None
 
     def _general(self, chunk: bytes) -> list[SSEEvent]:
         """``_feed_lines``, then whether the whole-event fast paths apply to the next chunk."""

@@ -91,12 +91,11 @@ class StreamTranslator:
         # the hot path (one call per upstream HTTP chunk): one upstream event giving one IR event goes
         # straight from the decoder to the encoder (no output list, no join); anything else: ``_events``
         try:
-            events = self._sse.feed(data)
-            if len(events) != 1 or self.phase is not _STREAMING:
-                return self._events(events, None, ())
-            sse = events[0]
-            if sse is COMMENT:
-                return self._events(events, None, ())
+            sse = self._sse.one(data)
+            if sse is None:
+                return self._events(self._sse.feed(data), None, ())
+            if self.phase is not _STREAMING:
+                return self._events([sse], None, ())
             self.events_in += 1
             dec = self._dec
             irs = dec.feed(sse)
