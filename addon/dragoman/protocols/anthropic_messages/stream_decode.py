@@ -86,7 +86,6 @@ class _Block(Enum):
     SEARCH_CALL = "search_call"  # a web search server_tool_use: its input is buffered
 
 
-_STREAMING = Phase.STREAMING
 _TEXT = _Block.TEXT
 _THINKING = _Block.THINKING
 _TOOL = _Block.TOOL
@@ -150,20 +149,22 @@ class AnthropicStreamDecoder(StreamDecoder):
                 if type(idx) is int and type(d) is dict:
                     dt = d.get("type")
                     # the deltas of ~95 % of a stream, in an open block of their kind: no call, no lookup
-                    # (a missing field is a KeyError: the checks below, then the models, say what is wrong)
+                    # (a missing field is a KeyError: the checks below, then the models, say what is wrong);
+                    # ``_open`` holds blocks only while STREAMING (filled after a phase test, cleared when
+                    # the phase moves on), so an open block is the phase test too
                     kind = self._open.get(idx)
                     try:
                         if dt == "text_delta":
                             value = d["text"]
-                            if kind is _TEXT and type(value) is str and self.phase is _STREAMING:
+                            if kind is _TEXT and type(value) is str:
                                 return [TextDelta(idx, value)] if value else []
                         elif dt == "thinking_delta":
                             value = d["thinking"]
-                            if kind is _THINKING and type(value) is str and self.phase is _STREAMING:
+                            if kind is _THINKING and type(value) is str:
                                 return [ThinkingDelta(idx, value)] if value else []
                         elif dt == "input_json_delta":
                             value = d["partial_json"]
-                            if kind is _TOOL and type(value) is str and value and self.phase is _STREAMING:
+                            if kind is _TOOL and type(value) is str and value:
                                 self._args.add(idx, value)
                                 return [ToolArgsDelta(idx, value)]
                     except KeyError:
@@ -215,6 +216,7 @@ class AnthropicStreamDecoder(StreamDecoder):
         if t is m.ErrorEvent:
             self.phase = Phase.FAILED
             self.done = True
+            self._open.clear()  # blocks are open only while STREAMING (the delta fast path relies on it)
             return [StreamError(error_info_from_type(e.error.type, e.error.message, None, e.request_id))]
         return self._skip_unknown(e.type)
 

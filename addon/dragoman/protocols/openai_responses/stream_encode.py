@@ -126,19 +126,28 @@ class ResponsesStreamEncoder(SearchItems, StreamEncoder):
             # hot path: a delta for a live item whose delta framing is built (``OutItem.fast``): the bytes
             # ``_text_delta``/``_thinking_delta``/``_args_delta`` write, without their calls and checks
             cls = type(ev)
-            if cls is TextDelta or cls is ThinkingDelta or cls is ToolArgsDelta:
+            if cls is TextDelta or cls is ThinkingDelta:
                 if TYPE_CHECKING:
-                    assert isinstance(ev, TextDelta | ThinkingDelta | ToolArgsDelta)
-                b = self._blocks.get(ev.index)
+                    assert isinstance(ev, TextDelta | ThinkingDelta)
+                text, idx = ev.text, ev.index
+            elif cls is ToolArgsDelta:
+                if TYPE_CHECKING:
+                    assert isinstance(ev, ToolArgsDelta)
+                text, idx = ev.fragment, ev.index
+            else:
+                return self._encode(ev)
+            if text or cls is TextDelta:  # an empty thinking or arguments delta sends nothing (``_encode``)
+                b = self._blocks.get(idx)
                 if b is not None and b.fast is cls and b.open and not b.held:
-                    text = ev.fragment if isinstance(ev, ToolArgsDelta) else ev.text
-                    if text or cls is TextDelta:  # an empty thinking or arguments delta sends nothing
-                        b.chunks.append(text)
-                        if len(b.chunks) >= b.limit:
-                            b.compact()
-                        seq = self._seq
-                        self._seq = seq + 1
-                        return b"%b%b%b%d}\n\n" % (b.prefix, _dumps(text), b.suffix, seq)
+                    b.chunks.append(text)
+                    if len(b.chunks) >= b.limit:
+                        b.compact()
+                    seq = self._seq
+                    self._seq = seq + 1
+                    return b"%b%b%b%d}\n\n" % (b.prefix, _dumps(text), b.suffix, seq)
+        return self._encode(ev)
+
+    def _encode(self, ev: StreamEvent) -> bytes:
         if type(ev) is MessageStart:
             if self.phase is not Phase.WAITING:
                 raise UpstreamProtocolError(f"duplicate MessageStart (phase {self.phase.value})")
