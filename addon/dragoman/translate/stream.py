@@ -83,19 +83,13 @@ class StreamTranslator:
 
     def feed(self, data: bytes) -> bytes:
         if self.phase is not _STREAMING:
-            phase = self.phase
-            if phase is Phase.CLOSED:
-                raise TranslatorStateError("feed() after close()")
-            if phase is _ERROR or phase is _DONE:
-                return b""  # after the terminal event (or an error) the rest of the upstream bytes are drained
+            return self._feed_other(data)
         # the hot path (one call per upstream HTTP chunk): one upstream event giving one IR event goes
         # straight from the decoder to the encoder (no output list, no join); anything else: ``_events``
         try:
             sse = self._sse.one(data)
             if sse is None:
                 return self._events(self._sse.feed(data), None, ())
-            if self.phase is not _STREAMING:
-                return self._events([sse], None, ())
             self.events_in += 1
             dec = self._dec
             irs = dec.feed(sse)
@@ -108,6 +102,20 @@ class StreamTranslator:
                     return chunk
             return self._events((), None, irs)  # the SSE event is consumed: its IR events go the general way
         except SSELimitError as e:  # the events before the line or event beyond the cap, then the error
+            return self._events(e.events, e, ())
+        except Exception as e:  # noqa: BLE001 - nothing may escape into mitmproxy's stream callable
+            return self._to_error(self._describe(e))
+
+    def _feed_other(self, data: bytes) -> bytes:
+        """``feed`` in any phase but STREAMING."""
+        phase = self.phase
+        if phase is Phase.CLOSED:
+            raise TranslatorStateError("feed() after close()")
+        if phase is _ERROR or phase is _DONE:
+            return b""  # after the terminal event (or an error) the rest of the upstream bytes are drained
+        try:  # WAITING: the first events
+            return self._events(self._sse.feed(data), None, ())
+        except SSELimitError as e:
             return self._events(e.events, e, ())
         except Exception as e:  # noqa: BLE001 - nothing may escape into mitmproxy's stream callable
             return self._to_error(self._describe(e))
