@@ -680,14 +680,18 @@ def test_a_whole_answer_run_in_the_hook_becomes_the_response_and_is_translated(t
         "object": "chat.completion",
         "created": 1,
         "model": "m",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": "from the hook"}, "finish_reason": "stop"}],
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": "from the hook"}, "finish_reason": "stop"}
+        ],
         "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5},
     }
     seen = []
 
     async def whole_answer(job):
         seen.append(job.flow_id)
-        return Failure(200, [("content-type", "application/json"), ("x-request-id", "req-9")], json.dumps(chat).encode())
+        return Failure(
+            200, [("content-type", "application/json"), ("x-request-id", "req-9")], json.dumps(chat).encode()
+        )
 
     monkeypatch.setattr(addon.relay, "whole_answer", whole_answer)
     f, pending = _routed_whole_flow(tctx, addon)
