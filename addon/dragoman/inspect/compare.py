@@ -81,7 +81,8 @@ def _kept(side: dict[str, Any]) -> str:
 
 
 def _heading(side: dict[str, Any], who: str) -> str:
-    return f"{who} ({side.get('protocol')}, {side.get('events') or 0} events)"
+    events = side.get("events")
+    return f"{who} ({side.get('protocol')}, {events} events)" if events else f"{who} ({side.get('protocol')})"
 
 
 def _short(value: str) -> str:
@@ -110,21 +111,31 @@ def columns(up: dict[str, Any], cl: dict[str, Any], width: int = VIEW_WIDTH) -> 
 
 
 def stacked(up: dict[str, Any], cl: dict[str, Any], width: int = 80) -> list[str]:
-    """The two sides one after the other, row by row: shown once where they agree, both under the row's
-    label where they differ."""
+    """The two sides one after the other, row by row: a row both sides agree on is shown once, a row where
+    they differ shows each side's value under its label."""
     uh, ch = f"upstream sent ({up.get('protocol')})", f"client got ({cl.get('protocol')})"
-    lines = [f"   {_heading(up, 'upstream sent')}; {_heading(cl, 'client got')}"]
-    inner = width - 3 - 4
+    lines = [
+        f"   {_heading(up, 'upstream sent')},",
+        f"   {_heading(cl, 'client got')};",
+        "   a row without the mark: both sides say the same",
+    ]
+    inner = width - 7
     for label, u, c in rows(up, cl):
         if u == c:
-            lines.append(f"   {label.strip()} (both):")
-            lines += [f"       {v}" for v in _wrap(u, inner)]
+            lines += _labelled(f"   {label}: ", u, inner)
             continue
-        lines.append(f"{MARK} {label.strip()}:")
+        lines.append(f"{MARK} {label}:")
         for who, value in ((uh, u), (ch, c)):
-            lines.append(f"     {who}:")
-            lines += [f"       {v}" for v in (_wrap(value, inner) if value else ["(nothing)"])]
+            lines += _labelled(f"     {who}: ", value or "(nothing)", inner)
     return lines
+
+
+def _labelled(head: str, value: str, inner: int) -> list[str]:
+    """``head`` and the value on one line when it fits, else the value wrapped under it."""
+    short = _short(value)
+    if len(head) + len(short) <= inner + 7:
+        return [head + short]
+    return [head.rstrip()] + [f"       {v}" for v in _wrap(value, inner)]
 
 
 def two_sides(up: dict[str, Any], cl: dict[str, Any], width: int) -> list[str]:
