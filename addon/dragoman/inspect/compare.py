@@ -17,6 +17,8 @@ from typing import Any
 #: marks a row where the two sides differ (ASCII: ``inspect`` prints to any terminal)
 MARK = "!="
 LABEL = 12
+#: shown for a value one side has and the other has not
+NOTHING = "(nothing)"
 #: characters of one value shown (the rest is counted, not shown)
 VALUE_LIMIT = 600
 #: the width the mitmweb view renders at (the browser scrolls; the console wraps)
@@ -101,7 +103,7 @@ def columns(up: dict[str, Any], cl: dict[str, Any], width: int = VIEW_WIDTH) -> 
     lines = [f"{pad}{_heading(up, 'upstream sent'):<{col}} | {_heading(cl, 'client got')}".rstrip()]
     for label, u, c in rows(up, cl):
         mark = MARK if u != c else ""
-        left, right = _wrap(u, col), _wrap(c, col)
+        left, right = _wrap(u or NOTHING if c else u, col), _wrap(c or NOTHING if u else c, col)
         for n in range(max(len(left), len(right))):
             head = f"{mark:<2} {label:<{LABEL}}" if n == 0 else pad
             a = left[n] if n < len(left) else ""
@@ -126,7 +128,7 @@ def stacked(up: dict[str, Any], cl: dict[str, Any], width: int = 80) -> list[str
             continue
         lines.append(f"{MARK} {label}:")
         for who, value in ((uh, u), (ch, c)):
-            lines += _labelled(f"     {who}: ", value or "(nothing)", inner)
+            lines += _labelled(f"     {who}: ", value or NOTHING, inner)
     return lines
 
 

@@ -13,8 +13,8 @@ from mitmproxy.net.http import status_codes
 from dragoman.errors import TranslationError
 from dragoman.inspect.assemble import AnswerTap
 from dragoman.inspect.assemble import Assembled
-from dragoman.inspect.assemble import assemble
 from dragoman.inspect.assemble import BytesTap
+from dragoman.inspect.assemble import assemble
 from dragoman.ir.common import ErrorInfo
 from dragoman.ir.common import ErrorKind
 from dragoman.logsafe import logsafe
