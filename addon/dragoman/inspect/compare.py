@@ -22,7 +22,7 @@ NOTHING = "(nothing)"
 #: characters of one value shown (the rest is counted, not shown)
 VALUE_LIMIT = 600
 #: the width the mitmweb view renders at (the browser scrolls; the console wraps)
-VIEW_WIDTH = 120
+VIEW_WIDTH = 110
 #: below this many columns ``inspect`` stacks the two sides
 MIN_COLUMNS_WIDTH = 100
 
