@@ -174,3 +174,38 @@ def streamed_flow(tctx, addon, f: http.HTTPFlow, upstream: str) -> http.HTTPFlow
     f.response.stream(b"")
     addon.response(f)
     return f
+
+
+def whole_flow(tctx, addon, client: str, upstream: str) -> http.HTTPFlow:
+    tctx.configure(
+        addon, dragoman_target=upstream, dragoman_upstream="http://127.0.0.1:1/v1", dragoman_keep_answer=True
+    )
+    f = client_flow(client)
+    if client == "gemini":
+        f.request.url = f.request.url.replace(":streamGenerateContent?alt=sse", ":generateContent")
+    else:
+        body = json.loads(f.request.content)
+        body.pop("stream", None)
+        body.pop("stream_options", None)
+        f.request.content = json.dumps(body).encode()
+    addon.request(f)
+    reply = render(Request(upstream, "m", False), ANSWER).json_body
+    f.response = http.Response.make(200, json.dumps(reply).encode(), {"content-type": "application/json"})
+    addon.responseheaders(f)
+    addon.response(f)
+    return f
+
+
+@pytest.mark.parametrize("client,upstream", CROSS, ids=IDS)
+def test_both_sides_of_a_whole_answer(addon, client, upstream):
+    """A whole answer: the upstream's side read from its body before translation, the client's from the body."""
+    with taddons.context(addon) as tctx:
+        f = whole_flow(tctx, addon, client, upstream)
+        assert f.metadata["dragoman"]["answer"]["protocol"] == upstream
+        text = view.render(f.response.content, f, f.response)
+        assert f"upstream sent ({upstream})" in text and f"client got ({client})" in text
+        rows = {line[3:15].strip(): line for line in text.splitlines() if " | " in line}
+        for label in ("thinking", "text", "tool call 1", "tool call 2", "stop"):
+            left, right = rows[label][15:].split(" | ")
+            assert left.strip() == right.strip() and left.strip(), (label, rows[label])
+        assert rows["stop"][15:].split(" | ")[1].strip() == "tool_use"
