@@ -16,6 +16,7 @@ import pytest
 
 from dragoman import demo as fu
 from dragoman.demo import FakeUpstream
+from dragoman.demo import Reply
 
 from .test_proxy_mode import RegularProxy
 
@@ -29,9 +30,17 @@ UPSTREAM_KEY = "sk-configured-upstream"
 BODY = {"contents": [{"role": "user", "parts": [{"text": "Say hello."}]}]}
 
 
+COUNTS = {
+    "/v1/messages/count_tokens": lambda rec: Reply(json_body={"input_tokens": 4242}),
+    "/v1beta/models/fake-model:countTokens": lambda rec: Reply(
+        json_body={"totalTokens": 77, "promptTokensDetails": []}
+    ),
+}
+
+
 @pytest.fixture(scope="module")
 def fake():
-    with FakeUpstream() as up:
+    with FakeUpstream(routes=COUNTS) as up:
         yield up
 
 
@@ -194,3 +203,52 @@ def test_google_genai_sdk_through_the_proxy(proxy, fake, monkeypatch):
     assert [r.path for r in got] == [upstream_path(proxy)] * 2
     assert all(r.headers.get("x-api-key", r.headers.get("authorization", "")).endswith(UPSTREAM_KEY) for r in got)
     assert google_dialed(proxy) == [], explain(proxy)
+
+
+def test_count_tokens(proxy, fake):
+    """``:countTokens``: an Anthropic upstream counts (its count_tokens, translated); a Chat one cannot (estimate)."""
+    tid = uuid.uuid4().hex
+    status, headers, body = proxy.call(
+        "POST",
+        f"https://{GEMINI_HOST}/v1beta/models/gemini-test:countTokens",
+        BODY,
+        {"x-goog-api-key": CLIENT_KEY, "x-test-id": tid},
+    )
+    assert status == 200, body[:500].decode(errors="replace") + explain(proxy)
+    got = seen(fake, tid)
+    if proxy.target == "anthropic":  # type: ignore[attr-defined]
+        assert json.loads(body) == {"totalTokens": 4242} and "x-dragoman-estimate" not in headers
+        assert [r.path for r in got] == ["/v1/messages/count_tokens"]
+        assert got[0].body["model"] == "fake-model" and got[0].headers["x-api-key"] == UPSTREAM_KEY
+        assert CLIENT_KEY not in json.dumps(got[0].headers)
+    else:
+        assert headers["x-dragoman-estimate"] == "true" and 5 < json.loads(body)["totalTokens"] < 100
+        assert got == []
+    assert google_dialed(proxy) == [], explain(proxy)
+
+
+def test_count_tokens_forwarded_to_a_gemini_upstream(tmp_path, fake):
+    p = RegularProxy(
+        tmp_path,
+        "dragoman_target=gemini",
+        f"dragoman_upstream={fake.url}",
+        f"dragoman_api_key={UPSTREAM_KEY}",
+        "dragoman_model_map=gemini-test=fake-model",
+    )
+    try:
+        tid = uuid.uuid4().hex
+        status, headers, body = p.call(
+            "POST",
+            f"https://{GEMINI_HOST}/v1beta/models/gemini-test:countTokens?key={CLIENT_KEY}",
+            BODY,
+            {"x-test-id": tid},
+        )
+        assert status == 200, body[:500].decode(errors="replace") + explain(p)
+        assert json.loads(body) == {"totalTokens": 77, "promptTokensDetails": []}
+        assert "x-dragoman-estimate" not in headers
+        (req,) = seen(fake, tid)
+        assert req.path == "/v1beta/models/fake-model:countTokens" and req.body == BODY
+        assert req.headers["x-goog-api-key"] == UPSTREAM_KEY and CLIENT_KEY not in json.dumps(req.headers)
+        assert google_dialed(p) == [], explain(p)
+    finally:
+        p.stop()
