@@ -62,6 +62,7 @@ def test_both_spellings_and_unknown_fields_kept():
     assert [p.text for p in req.system] == ["be brief"]
     assert req.max_tokens == 9 and req.reasoning is not None and req.reasoning.budget_tokens == 64
     assert [t.name for t in req.tools] == ["f"] and req.web_search is not None
+    assert {"futureField", "generationConfig.newKnob"} <= set(req.dropped.fields)  # not carried: listed
 
 
 def test_numbers_keep_their_type():

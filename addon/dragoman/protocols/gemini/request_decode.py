@@ -234,6 +234,8 @@ def _generation(wire: m.GenerateContentRequest, req: Request) -> None:
     for field, name in m.GEN_DROPPED:
         if getattr(g, field) is not None:
             req.dropped.add(f"generationConfig.{name}")
+    for name in g.model_extra or ():  # a field newer than these models
+        req.dropped.add(f"generationConfig.{name}")
 
 
 def decode_request(body: dict[str, Any]) -> Request:
@@ -258,4 +260,6 @@ def decode_request(body: dict[str, Any]) -> Request:
     for field, name in m.REQUEST_DROPPED:
         if getattr(wire, field) is not None:
             req.dropped.add(name)
+    for name in wire.model_extra or ():  # a field newer than these models (Code Assist's session_id, ...)
+        req.dropped.add(name)
     return req
