@@ -227,6 +227,26 @@ def test_count_tokens(proxy, fake):
     assert google_dialed(proxy) == [], explain(proxy)
 
 
+def test_code_assist_count_tokens(proxy, fake):
+    """Gemini CLI signed in with Google counts on ``v1internal:countTokens`` (``{"request": {model, contents}}``)."""
+    tid = uuid.uuid4().hex
+    status, headers, body = proxy.call(
+        "POST",
+        f"https://{CODE_ASSIST_HOST}/v1internal:countTokens",
+        {"request": {"model": "models/gemini-test", **BODY}},
+        {"authorization": f"Bearer {OAUTH_TOKEN}", "x-test-id": tid},
+    )
+    assert status == 200, body[:500].decode(errors="replace") + explain(proxy)
+    got = seen(fake, tid)
+    if proxy.target == "anthropic":  # type: ignore[attr-defined]
+        assert json.loads(body) == {"totalTokens": 4242}
+        assert [r.path for r in got] == ["/v1/messages/count_tokens"] and got[0].body["model"] == "fake-model"
+        assert OAUTH_TOKEN not in json.dumps(got[0].headers)
+    else:
+        assert headers["x-dragoman-estimate"] == "true" and json.loads(body)["totalTokens"] > 0 and got == []
+    assert google_dialed(proxy) == [], explain(proxy)
+
+
 def test_count_tokens_forwarded_to_a_gemini_upstream(tmp_path, fake):
     p = RegularProxy(
         tmp_path,

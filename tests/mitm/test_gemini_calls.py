@@ -186,3 +186,55 @@ def test_error_forgets_the_flow(tctx, addon):
 )
 def test_from_upstream(target, status, body, out):
     assert gemini_calls.from_upstream(target, status, body) == out
+
+
+CODE_ASSIST = "https://cloudcode-pa.googleapis.com/v1internal:countTokens"
+CA_BODY = {"request": {"model": "models/gemini-x", **BODY}}  # what Gemini CLI signed in with Google sends
+
+
+def test_code_assist_count_forwarded_to_a_gemini_upstream(tctx, addon):
+    tctx.configure(
+        addon,
+        dragoman_target="gemini",
+        dragoman_upstream="https://g.example",
+        dragoman_api_key=OPTION_KEY,
+        dragoman_model_map=["gemini-x=gemini-real"],
+    )
+    f = make_flow("POST", CODE_ASSIST, CA_BODY, {"authorization": "Bearer ya29.token"})
+    addon.request(f)
+    r = f.request
+    assert (r.host, r.path) == ("g.example", "/v1beta/models/gemini-real:countTokens")
+    assert json.loads(r.content) == BODY  # the API's own body: the wrapper and its model stay here
+    assert r.headers["x-goog-api-key"] == OPTION_KEY and "authorization" not in r.headers
+    respond(f, 200, {"totalTokens": 12})
+    addon.response(f)
+    assert json.loads(f.response.content) == {"totalTokens": 12}  # Code Assist's answer has the same shape
+
+
+def test_code_assist_count_forwarded_to_an_anthropic_upstream(tctx, addon):
+    tctx.configure(
+        addon, dragoman_target="anthropic", dragoman_upstream="https://a.example", dragoman_api_key=OPTION_KEY
+    )
+    f = make_flow("POST", CODE_ASSIST, CA_BODY, {"authorization": "Bearer ya29.token"})
+    addon.request(f)
+    assert (f.request.host, f.request.path) == ("a.example", "/v1/messages/count_tokens")
+    assert json.loads(f.request.content)["model"] == "gemini-x"
+    respond(f, 200, {"input_tokens": 8})
+    addon.response(f)
+    assert json.loads(f.response.content) == {"totalTokens": 8}
+
+
+def test_code_assist_count_without_upstream_is_estimated(tctx, addon):
+    """No base URL: Code Assist's host has no Gemini API path to send the count to."""
+    tctx.configure(addon, dragoman_target="gemini")
+    f = make_flow("POST", CODE_ASSIST, CA_BODY, {"authorization": "Bearer ya29.token"})
+    addon.request(f)
+    assert f.response is not None and f.response.headers["x-dragoman-estimate"] == "true"
+    assert json.loads(f.response.content) == {"totalTokens": estimate_of(BODY)}
+
+
+def test_other_code_assist_calls_are_not_counted(tctx, addon):
+    tctx.configure(addon, dragoman_target="gemini", dragoman_upstream="https://g.example")
+    f = make_flow("POST", "https://cloudcode-pa.googleapis.com/v1internal:loadCodeAssist", {"x": 1})
+    addon.request(f)
+    assert f.response is None and f.request.host == "cloudcode-pa.googleapis.com" and f.id not in addon.counts

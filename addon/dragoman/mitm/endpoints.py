@@ -356,7 +356,9 @@ class Endpoints:
         req = flow.request
         raw = req.get_content(strict=False) or b""
         target, up = self.target, self.upstream
-        known_host = up is not None or hosts.is_reverse(flow) or target is Protocol.GEMINI
+        # without a base URL: the reverse target, or Google's API host itself (not Code Assist's: no such path there)
+        google_api = target is Protocol.GEMINI and "/v1internal:" not in req.path
+        known_host = up is not None or hosts.is_reverse(flow) or google_api
         fwd = None
         if self._routing() is None and target is not None and known_host:
             fwd = gemini_calls.forward(raw, req.path, up.path if up is not None else "", target, self.model_map)

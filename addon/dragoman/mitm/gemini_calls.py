@@ -1,4 +1,5 @@
-"""Gemini's calls besides generation: ``:countTokens``.
+"""Gemini's calls besides generation: ``:countTokens`` (and Code Assist's ``v1internal:countTokens``, whose
+request is wrapped as ``{"request": {"model", "contents"}}`` and whose answer is the same ``{"totalTokens"}``).
 
 The request (``contents``, ``systemInstruction``, ``tools``, or a ``generateContentRequest`` holding them) is
 asked of the upstream when it can count (``forward``): a Gemini upstream gets the call itself (the model
@@ -28,17 +29,21 @@ from dragoman.translate.plan import map_model
 from dragoman.translate.tokens import estimate_input_tokens
 
 _COUNT = re.compile(r"/(v1\w*)/models/([^/:]+):countTokens$")
+#: Code Assist's (Gemini CLI signed in with Google): ``{"request": {"model": "models/X", "contents"}}``
+_CODE_ASSIST_COUNT = re.compile(r"/v1internal:countTokens$")
 #: what Anthropic's count_tokens takes of a Messages request (it refuses max_tokens, stream, sampling, ...)
 _ANTHROPIC_COUNT_KEYS = ("model", "messages", "system", "tools", "tool_choice", "thinking")
 ANTHROPIC_COUNT_PATH = "/v1/messages/count_tokens"
 
 
 def is_count_tokens(path: str) -> bool:
-    return _COUNT.search(path) is not None
+    p = path.split("?", 1)[0]
+    return _COUNT.search(p) is not None or _CODE_ASSIST_COUNT.search(p) is not None
 
 
 def _anthropic_request(raw: bytes) -> dict[str, Any]:
-    """A ``:countTokens`` body as an Anthropic Messages request; ``TranslationError`` / ``JSONDecodeError``."""
+    """A ``:countTokens`` body as an Anthropic Messages request; ``TranslationError`` / ``JSONDecodeError``.
+    (The codec unwraps Code Assist's ``{"request": ...}`` itself.)"""
     body = orjson.loads(raw)
     if not isinstance(body, dict):
         raise TranslationError("request body is not a JSON object", 400)
@@ -48,28 +53,41 @@ def _anthropic_request(raw: bytes) -> dict[str, Any]:
     return get_codec(Protocol.ANTHROPIC_MESSAGES).encode_request(req, Context(request=req))
 
 
+def _call(raw: bytes, path: str) -> tuple[str, str, dict[str, Any]] | None:
+    """(API version, model, the Gemini API's countTokens body) of a client's call; None when unreadable."""
+    try:
+        body = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(body, dict):
+        return None
+    p = path.split("?", 1)[0]
+    m = _COUNT.search(p)
+    if m is not None:
+        return m.group(1), m.group(2), body
+    inner = body.get("request")
+    model = inner.get("model") if isinstance(inner, dict) else None
+    if not isinstance(inner, dict) or not isinstance(model, str) or not _CODE_ASSIST_COUNT.search(p):
+        return None
+    return "v1beta", model, {k: v for k, v in inner.items() if k != "model"}
+
+
 def forward(
     raw: bytes, path: str, base: str, target: Protocol | None, model_map: list[ModelRule]
 ) -> tuple[str, bytes] | None:
     """(path under the upstream's ``base`` path, body) asking a Gemini or Anthropic upstream to count; None:
     estimate here."""
-    m = _COUNT.search(path.split("?", 1)[0])
-    if m is None:
+    call = _call(raw, path)
+    if call is None:
         return None
-    version, model = m.group(1), map_model(model_map, m.group(2).removeprefix("models/"))
+    version, model, body = call
+    model = map_model(model_map, model.removeprefix("models/"))
     if target is Protocol.GEMINI:
-        try:
-            body = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            return None
-        if not isinstance(body, dict):
-            return None
         inner = body.get("generateContentRequest")
         if isinstance(inner, dict) and "model" in inner:  # it must name the model of the path
             inner["model"] = f"models/{model}"
-            raw = orjson.dumps(body)
         version = "" if re.search(r"/v1\w*$", base) else f"/{version}"  # a base may end with its version
-        return f"{base}{version}/models/{model}:countTokens", raw
+        return f"{base}{version}/models/{model}:countTokens", orjson.dumps(body)
     if target is Protocol.ANTHROPIC_MESSAGES:
         try:
             anthropic = _anthropic_request(raw)
