@@ -195,3 +195,11 @@ def test_error_body_through_the_model():
     assert info.kind is ErrorKind.RATE_LIMIT and info.retry_after == "3" and info.code == "RESOURCE_EXHAUSTED"
     odd = orjson.dumps({"error": {"code": 500, "message": "m", "status": ["not", "a", "name"]}})
     assert CODEC.decode_error(500, odd, {}).message == "m"  # not Gemini's shape: read as any error body
+
+
+def test_stream_error_of_another_shape_keeps_its_message():
+    from dragoman.protocols.gemini.errors import error_info_from_object
+
+    info = error_info_from_object({"code": "four hundred", "message": "quota gone", "status": 7}, None)
+    assert info.message == "quota gone" and info.kind is ErrorKind.API_ERROR
+    assert error_info_from_object("plain", 503).message == "plain"

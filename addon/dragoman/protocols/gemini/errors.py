@@ -71,7 +71,8 @@ def error_info_from_object(err: Any, status: int | None) -> ErrorInfo:
         except ValidationError:
             st = None
     if st is None:
-        msg = err if isinstance(err, str) and err else "upstream error"
+        msg = err.get("message") if isinstance(err, dict) else err  # an object of another shape: its message
+        msg = msg if isinstance(msg, str) and msg else "upstream error"
         return ErrorInfo(kind=kind_from_status(status) if status else ErrorKind.API_ERROR, message=msg, status=status)
     return _from_status(st, status)
 
