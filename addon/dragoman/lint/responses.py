@@ -42,6 +42,8 @@ from dragoman.lint.sse import Frame
 from dragoman.lint.sse import parse_sse
 
 TERMINAL = {"response.completed", "response.incomplete", "response.failed"}
+
+
 def split_streams(data: bytes) -> list[bytes]:
     """Split a recording of several consecutive streams (one per agent turn) at each response.created."""
     text = data.decode("utf-8")

@@ -101,7 +101,7 @@ def test_parts_decoded_through_the_models():
     assert type(res) is ToolResultPart and res.tool_call_id == "call_0"
     assert type(res.content[0]) is TextPart and res.content[0].text == "done" and type(res.content[1]) is FilePart
     assert type(r.parts[1]) is ImagePart and r.parts[1].url == "https://x/y.jpg"
-    assert "parts.executableCode" in req.dropped.fields
+    assert "contents[2].parts[2].executableCode" in req.dropped.fields
 
 
 def test_thought_part_with_signature_is_one_thinking_part():

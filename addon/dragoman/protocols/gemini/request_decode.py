@@ -146,16 +146,19 @@ def _part(p: m.Part, calls: _Calls, req: Request, out: list[Part]) -> None:
     elif isinstance(p, m.FileDataPart):
         out.append(_media(p.file_data))
     else:
-        req.dropped.add(f"parts.{m.part_name(p)}")
+        req.dropped.add(m.part_name(p))
 
 
 def _contents(wire: m.GenerateContentRequest, req: Request) -> None:
     calls = _Calls()
-    for c in wire.contents:
+    for i, c in enumerate(wire.contents):
         parts: list[Part] = []
-        for p in c.parts:
+        for j, p in enumerate(c.parts):
+            req.dropped.at(f"contents[{i}].parts[{j}]")
             _part(p, calls, req, parts)
-        req.messages.append(Message(role="assistant" if c.role == "model" else "user", parts=parts))
+        role = "assistant" if c.role == "model" else "user"
+        req.messages.append(Message(role=role, parts=parts, source=f"contents[{i}]"))
+    req.dropped.leave()
 
 
 def _tools(wire: m.GenerateContentRequest, req: Request) -> None:
