@@ -67,7 +67,6 @@ def explain(proxy: RegularProxy) -> str:
 def google_dialed(proxy: RegularProxy) -> list[str]:
     """mitmdump's log lines about connecting to a Google host (none may exist: everything is answered here)."""
     lines = proxy.log_path.read_text(errors="replace").splitlines()  # the whole log, not its tail
-    assert any("server connect 127.0.0.1:" in line for line in lines)  # the log does name the connections it opens
     return [line for line in lines if re.search(r"server connect .*googleapis\.com", line)]
 
 
@@ -113,6 +112,8 @@ def test_gemini_api_host_is_translated(proxy, fake, stream):
         assert headers["content-type"].startswith("text/event-stream")
         events = sse_objects(body)
         assert len(events) > 2  # delta by delta, not one whole answer
+        # the check of ``google_dialed`` can fail: the log does name the connections mitmproxy opens (the stream's)
+        assert re.search(r"server connect 127\.0\.0\.1:\d+", proxy.log_path.read_text(errors="replace"))
         text = "".join(p.get("text", "") for e in events for p in e["candidates"][0]["content"]["parts"])
         last = events[-1]
     else:

@@ -156,8 +156,8 @@ def _contents(wire: m.GenerateContentRequest, req: Request) -> None:
         for j, p in enumerate(c.parts):
             req.dropped.at(f"contents[{i}].parts[{j}]")
             _part(p, calls, req, parts)
-        role = "assistant" if c.role == "model" else "user"
-        req.messages.append(Message(role=role, parts=parts, source=f"contents[{i}]"))
+        model = c.role == "model"
+        req.messages.append(Message(role="assistant" if model else "user", parts=parts, source=f"contents[{i}]"))
     req.dropped.leave()
 
 
