@@ -112,8 +112,10 @@ def stream_checker(s: Summary, strict: bool = True) -> Checker:
     has_sig = False
     pending_args: list[tuple[str, str]] = []
     seen = 0
+    hot: Any = None  # a delta that may repeat with a new string (``replay``)
     while True:
-        f = yield
+        f = yield hot
+        hot = None
         if f is None:
             break
         seen += 1
@@ -201,10 +203,12 @@ def stream_checker(s: Summary, strict: bool = True) -> Checker:
             if dt == "text_delta":
                 need(isinstance(d.get("text"), str), f"{where}: text_delta.text must be a string")
                 s.text += d["text"]
+                hot = ((("delta", "text"), d["text"], None),)
             elif dt == "thinking_delta":
                 need(isinstance(d.get("thinking"), str), f"{where}: thinking_delta.thinking must be a string")
                 need(not has_sig, f"{where}: thinking_delta after signature_delta")
                 s.thinking += d["thinking"]
+                hot = ((("delta", "thinking"), d["thinking"], s.add_thinking),)
             elif dt == "signature_delta":
                 need(
                     isinstance(d.get("signature"), str) and d["signature"],
@@ -216,6 +220,7 @@ def stream_checker(s: Summary, strict: bool = True) -> Checker:
             elif dt == "input_json_delta":
                 need(isinstance(d.get("partial_json"), str), f"{where}: input_json_delta.partial_json must be a string")
                 json_buf.append(d["partial_json"])
+                hot = ((("delta", "partial_json"), d["partial_json"], json_buf.append),)
             elif dt == "citations_delta":
                 need(isinstance(d.get("citation"), dict), f"{where}: citations_delta.citation must be an object")
             continue

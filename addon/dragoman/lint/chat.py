@@ -106,6 +106,58 @@ def _summarize_details(acc: dict[int, dict[str, Any]], s: Summary, strict: bool)
         need(text == s.thinking, "reasoning_details text differs from the reasoning text")
 
 
+_CONTENT = ("choices", 0, "delta", "content")
+_REASONING = ("choices", 0, "delta", "reasoning_content")
+_ARGS = ("choices", 0, "delta", "tool_calls", 0, "function", "arguments")
+_DETAIL = ("choices", 0, "delta", "reasoning_details", 0, "text")
+
+
+def _detail_text(entry: dict[str, Any]) -> Any:
+    def add(v: str) -> None:
+        entry["text"] = (entry.get("text") or "") + v
+
+    return add
+
+
+def _hot(
+    obj: dict[str, Any], d: dict[str, Any], s: Summary, tools: dict[int, list[Any]], details: dict[int, Any]
+) -> Any:
+    """The variable fields of a plain delta chunk that was just checked (``replay``), or None: the text,
+    the reasoning text (and its one ``reasoning_details`` text entry) or one known call's arguments
+    fragment, and OpenAI's ``obfuscation`` padding."""
+    slots: list[Any] = []
+    for k, v in d.items():
+        if v is None:
+            continue
+        if k == "reasoning_details":
+            e = v[0] if len(v) == 1 else None
+            if e is None or e.keys() != {"type", "text", "index"} or type(e["text"]) is not str:
+                return None
+            entry = details.get(e["index"])
+            if entry is None or entry["type"] != e["type"]:
+                return None
+            slots.append((_DETAIL, e["text"], _detail_text(entry)))
+            continue
+        if k == "content" and type(v) is str:
+            slots.append((_CONTENT, v, None))
+        elif k == "reasoning_content" and type(v) is str:
+            slots.append((_REASONING, v, s.add_thinking))
+        elif k == "tool_calls" and len(v) == 1 and v[0].keys() <= {"index", "function"}:
+            fn = v[0].get("function")
+            if v[0]["index"] not in tools or not isinstance(fn, dict) or fn.keys() != {"arguments"}:
+                return None
+            if type(fn["arguments"]) is not str:
+                return None
+            slots.append((_ARGS, fn["arguments"], tools[v[0]["index"]][2].append))
+        else:
+            return None
+    if not slots or len(slots) > 2 or (len(slots) == 2 and d.keys() != {"reasoning_content", "reasoning_details"}):
+        return None
+    if type(obj.get("obfuscation")) is str:
+        slots.append((("obfuscation",), obj["obfuscation"], None))
+    return tuple(slots)
+
+
 def stream_checker(s: Summary, strict: bool = True) -> Checker:
     """The stream grammar, incremental: send one ``Frame`` at a time, then ``None`` (see ``drive``)."""
     done = False
@@ -116,8 +168,10 @@ def stream_checker(s: Summary, strict: bool = True) -> Checker:
     order: list[int] = []
     details: dict[int, dict[str, Any]] = {}
     seen = 0
+    hot: Any = None  # a delta that may repeat with new strings (``replay``)
     while True:
-        f = yield
+        f = yield hot
+        hot = None
         if f is None:
             break
         seen += 1
@@ -245,6 +299,8 @@ def stream_checker(s: Summary, strict: bool = True) -> Checker:
                 if a is not None:
                     need(isinstance(a, str), f"{where}: function.arguments must be a string")
                     tools[idx][2].append(a)
+        if fr is None and not finished and obj.get("usage") is None and len(choices) == 1:
+            hot = _hot(obj, d, s, tools, details)
         if fr is not None:
             need(fr in FINISH_REASONS, f"{where}: finish_reason {fr!r} not in {sorted(FINISH_REASONS)}")
             if strict:

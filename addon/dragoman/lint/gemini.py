@@ -236,30 +236,74 @@ def _event(obj: dict[str, Any], acc: _Acc, where: str, last: bool) -> None:
 
 
 def stream_checker(s: Summary, strict: bool = True) -> Checker:
-    """The SSE stream grammar, incremental (one frame held back: the last event has its own rules)."""
+    """The SSE stream grammar, incremental. An event whose verdict depends on being the last one (usage or
+    finishReason in strict mode, an error, a blocked prompt) is held back until the next frame or the end;
+    any other is checked as it comes (and a text-only one may repeat: ``replay``)."""
     acc = _Acc(strict)
     acc.s = s
     held: Any = None
     n = -1
+    hot: Any = None
     while True:
-        f = yield
+        f = yield hot
+        hot = None
         if f is not None:
             need(f.event is None, f"frame #{f.n}: Gemini events have no event name")
             obj = f.json()
         if held is not None:
-            try:
-                is_error = _one(acc, held, n, f is None)
-            except EventError:
-                raise
-            except AssertionError as e:
-                raise EventError(n, str(e)) from None
-            if is_error:
+            if _checked(acc, held, n, f is None):
                 need(f is None, f"event #{n}: nothing may follow an error event")
                 return
+            held = None
         if f is None:
             break
-        held, n = obj, n + 1
+        n += 1
+        if _needs_last(obj, strict):
+            held = obj
+        else:
+            _checked(acc, obj, n, False)
+            hot = _hot(obj, acc)
     _end(acc)
+
+
+def _checked(acc: _Acc, obj: Any, n: int, last: bool) -> bool:
+    """``_one`` with its violation tied to event ``n``."""
+    try:
+        return _one(acc, obj, n, last)
+    except EventError:  # pragma: no cover - _one raises plain AssertionErrors
+        raise
+    except AssertionError as e:
+        raise EventError(n, str(e)) from None
+
+
+def _needs_last(obj: Any, strict: bool) -> bool:
+    """True when the event's verdict depends on whether it is the stream's last one."""
+    if not isinstance(obj, dict) or "error" in obj or obj.get("candidates") is None:
+        return True
+    if not strict:
+        return False
+    if "usageMetadata" in obj:
+        return True
+    cands = obj["candidates"]
+    return not isinstance(cands, list) or any(isinstance(c, dict) and "finishReason" in c for c in cands)
+
+
+_TEXT = ("candidates", 0, "content", "parts", 0, "text")
+
+
+def _hot(obj: dict[str, Any], acc: _Acc) -> Any:
+    """The variable field of a one-text-part event that was just checked (``replay``), or None."""
+    c = obj["candidates"][0]
+    content = c.get("content")
+    parts = content.get("parts") if isinstance(content, dict) else None
+    if "finishReason" in c or not parts or len(parts) != 1 or acc.call is not None:
+        return None
+    p = parts[0]
+    if p.keys() == {"text"}:
+        return ((_TEXT, p["text"], None),)
+    if p.keys() == {"text", "thought"}:
+        return ((_TEXT, p["text"], acc.s.add_thinking),)
+    return None
 
 
 def _one(acc: _Acc, obj: Any, n: int, last: bool) -> bool:

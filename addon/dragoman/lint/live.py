@@ -6,6 +6,10 @@ protocol's incremental checker (``<protocol>.stream_checker``). The first violat
 ``Violation`` (event index and message) and checking stops there: each stream reports once.
 ``check_body`` does the same for a whole JSON body. ``strict=False`` applies the tolerant grammar
 meant for real provider output (upstream streams).
+
+The cheap path (``lint.replay``): complete frames are cut at their blank lines as bytes; a frame that is
+the last fully checked delta again with new values (its ``Template``) is accepted without a parse; any
+other frame, or any stream with CR line ends, goes through the line-by-line framing and the full check.
 """
 
 from __future__ import annotations
@@ -22,9 +26,15 @@ from dragoman.lint import anthropic
 from dragoman.lint import chat
 from dragoman.lint import gemini
 from dragoman.lint import responses
+from dragoman.lint.replay import Template
+from dragoman.lint.replay import learn
 from dragoman.lint.sse import Frame
 
 _LINES = re.compile(r"\r\n|\r|\n")
+#: the longest incomplete frame held as bytes before the line-by-line framing takes over
+_HOLD = 1 << 16
+#: how many delta templates are tried (parallel tool calls interleave their argument deltas)
+_TEMPLATES = 4
 _CHECKERS = {
     "anthropic": anthropic.stream_checker,
     "chat": chat.stream_checker,
@@ -66,11 +76,69 @@ class StreamLint:
         self._data: list[str] = []
         self._has_data = False
         self._frames = 0
+        self._buf = b""  # the incomplete frame after the last blank line (the cheap path)
+        self._hot: Any = None  # what the checker said of the frame just sent (``replay.Hot``)
+        #: the templates of the last deltas checked (``replay``), most recent first; any other event clears them
+        self._tpls: list[Template] = []
+        self._mixed = False  # bytes went to the line-by-line framing outside frame boundaries
 
     def feed(self, chunk: bytes) -> Violation | None:
         """Raw SSE bytes -> the first violation (returned once; later calls check nothing)."""
         if self._checker is None:
             return None
+        if self._buf:
+            chunk, self._buf = self._buf + chunk, b""
+        if self._mixed:  # the line-by-line framing holds part of a line, a frame or a character
+            if self._pending or self._has_data or self._event is not None or self._decoder.getstate()[0]:
+                return self._feed_lines(chunk)
+            self._mixed = False
+        if b"\r" in chunk:
+            self._mixed = True
+            return self._feed_lines(chunk)
+        cut = chunk.rfind(b"\n\n")
+        if cut < 0:
+            if len(chunk) > _HOLD:
+                self._mixed = True
+                return self._feed_lines(chunk)
+            self._buf = chunk
+            return None
+        if cut + 2 < len(chunk):
+            self._buf = chunk[cut + 2 :]
+        tpls = self._tpls
+        for raw in chunk[:cut].split(b"\n\n"):
+            if tpls and self._replay(raw):
+                continue
+            n, self._hot = self._frames, None
+            v = self._feed_lines(raw + b"\n\n")
+            if self._checker is None:  # a violation, or the checker's end ([DONE])
+                return v
+            if self._frames != n:  # a frame was checked (not a comment)
+                self._learn(raw)
+                tpls = self._tpls
+        return None
+
+    def _replay(self, raw: bytes) -> bool:
+        tpls = self._tpls
+        for i, tpl in enumerate(tpls):
+            if tpl.match(raw):
+                if i:
+                    tpls.insert(0, tpls.pop(i))
+                self._frames += 1
+                return True
+        return False
+
+    def _learn(self, raw: bytes) -> None:
+        """After a full check: a delta adds its template (the grammar state is as it was, plus its string),
+        any other event changes the state the templates were cut in, and clears them."""
+        hot = self._hot
+        tpl = learn(raw, hot) if hot else None
+        if tpl is None:
+            self._tpls = []
+        else:
+            self._tpls = [tpl, *self._tpls[:_TEMPLATES - 1]]
+
+    def _feed_lines(self, chunk: bytes) -> Violation | None:
+        """The line-by-line framing (any line ends, any chunking)."""
         try:
             text = self._pending + self._decoder.decode(chunk)
         except UnicodeDecodeError as e:
@@ -86,6 +154,10 @@ class StreamLint:
         """The end of the stream -> a new violation (None: none, or it was already returned)."""
         if self._checker is None:
             return None
+        if self._buf:
+            chunk, self._buf = self._buf, b""
+            if self._feed_lines(chunk) is not None:
+                return self.violation
         try:
             tail = self._pending + self._decoder.decode(b"", final=True)
         except UnicodeDecodeError as e:
@@ -139,7 +211,7 @@ class StreamLint:
     def _send(self, frame: Frame) -> bool:
         assert self._checker is not None
         try:
-            self._checker.send(frame)
+            self._hot = self._checker.send(frame)
         except StopIteration:
             self._checker = None
             if frame.data != "[DONE]":
@@ -157,15 +229,33 @@ class StreamLint:
 
 
 class _FlatSummary(Summary):
-    """A Summary that keeps no text: live linting holds only the grammar state, not the content."""
+    """A Summary that keeps no text: live linting holds only the grammar state, not the content. The
+    thinking text is kept (Chat's strict grammar compares it with ``reasoning_details``), as pieces."""
 
-    @property
+    def __init__(self) -> None:
+        self._thinking: list[str] = []
+        super().__init__()
+
+    @property  # type: ignore[override]
     def text(self) -> str:
         return ""
 
     @text.setter
     def text(self, value: str) -> None:
         pass
+
+    @property  # type: ignore[override]
+    def thinking(self) -> str:
+        if len(self._thinking) > 1:
+            self._thinking[:] = ["".join(self._thinking)]
+        return self._thinking[0] if self._thinking else ""
+
+    @thinking.setter
+    def thinking(self, value: str) -> None:
+        self._thinking[:] = [value]
+
+    def add_thinking(self, v: str) -> None:
+        self._thinking.append(v)
 
 
 def check_body(protocol: str, body: bytes, *, error: bool = False, strict: bool = True) -> Violation | None:
