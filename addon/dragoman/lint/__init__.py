@@ -58,11 +58,8 @@ class Summary:
     #: hosted web searches and citations (``validators.search.SearchSummary``)
     search: Any = None
 
-    def add_text(self, v: str) -> None:
-        self.text += v
-
-    def add_thinking(self, v: str) -> None:
-        self.thinking += v
+    def add_thinking(self, pieces: list[str]) -> None:
+        self.thinking += "".join(pieces)
 
     @property
     def output_tokens(self) -> int | None:

@@ -220,7 +220,7 @@ def stream_checker(s: Summary, strict: bool = True) -> Checker:
             elif dt == "input_json_delta":
                 need(isinstance(d.get("partial_json"), str), f"{where}: input_json_delta.partial_json must be a string")
                 json_buf.append(d["partial_json"])
-                hot = ((("delta", "partial_json"), d["partial_json"], json_buf.append),)
+                hot = ((("delta", "partial_json"), d["partial_json"], json_buf.extend),)
             elif dt == "citations_delta":
                 need(isinstance(d.get("citation"), dict), f"{where}: citations_delta.citation must be an object")
             continue

@@ -113,8 +113,8 @@ _DETAIL = ("choices", 0, "delta", "reasoning_details", 0, "text")
 
 
 def _detail_text(entry: dict[str, Any]) -> Any:
-    def add(v: str) -> None:
-        entry["text"] = (entry.get("text") or "") + v
+    def add(pieces: list[str]) -> None:
+        entry["text"] = (entry.get("text") or "") + "".join(pieces)
 
     return add
 
@@ -148,7 +148,7 @@ def _hot(
                 return None
             if type(fn["arguments"]) is not str:
                 return None
-            slots.append((_ARGS, fn["arguments"], tools[v[0]["index"]][2].append))
+            slots.append((_ARGS, fn["arguments"], tools[v[0]["index"]][2].extend))
         else:
             return None
     if not slots or len(slots) > 2 or (len(slots) == 2 and d.keys() != {"reasoning_content", "reasoning_details"}):

@@ -28,6 +28,7 @@ from dragoman.lint import gemini
 from dragoman.lint import responses
 from dragoman.lint.replay import Template
 from dragoman.lint.replay import learn
+from dragoman.lint.replay import run_mixed
 from dragoman.lint.sse import Frame
 
 _LINES = re.compile(r"\r\n|\r|\n")
@@ -80,6 +81,7 @@ class StreamLint:
         self._hot: Any = None  # what the checker said of the frame just sent (``replay.Hot``)
         #: the templates of the last deltas checked (``replay``), most recent first; any other event clears them
         self._tpls: list[Template] = []
+        self._pos = 0
         self._mixed = False  # bytes went to the line-by-line framing outside frame boundaries
 
     def feed(self, chunk: bytes) -> Violation | None:
@@ -102,30 +104,46 @@ class StreamLint:
                 return self._feed_lines(chunk)
             self._buf = chunk
             return None
-        if cut + 2 < len(chunk):
-            self._buf = chunk[cut + 2 :]
-        tpls = self._tpls
-        for raw in chunk[:cut].split(b"\n\n"):
-            if tpls and self._replay(raw):
+        end = cut + 2
+        if end < len(chunk):
+            self._buf = chunk[end:]
+        pos = 0
+        while pos < end:
+            if self._tpls and self._replay(chunk, pos, end):
+                pos = self._pos
                 continue
+            nxt = chunk.find(b"\n\n", pos) + 2
+            raw = chunk[pos : nxt - 2]
+            pos = nxt
             n, self._hot = self._frames, None
             v = self._feed_lines(raw + b"\n\n")
             if self._checker is None:  # a violation, or the checker's end ([DONE])
                 return v
             if self._frames != n:  # a frame was checked (not a comment)
                 self._learn(raw)
-                tpls = self._tpls
         return None
 
-    def _replay(self, raw: bytes) -> bool:
+    def _replay(self, chunk: bytes, pos: int, end: int) -> bool:
+        """The frames from ``pos`` that the templates take (``self._pos``: where they end)."""
         tpls = self._tpls
-        for i, tpl in enumerate(tpls):
-            if tpl.match(raw):
-                if i:
-                    tpls.insert(0, tpls.pop(i))
-                self._frames += 1
-                return True
-        return False
+        if len(tpls) > 1 and all(t.many is not None and not any(t.counters) for t in tpls):
+            stop, count = run_mixed(tpls, chunk, pos, end)
+        else:
+            for i, tpl in enumerate(tpls):
+                stop, count = tpl.run(chunk, pos, end)
+                if count:
+                    if tpl.many is not None and len(tpls) > 1:  # interleaving templates get compiled too
+                        for t in tpls:
+                            if t.many is None and t.hits >= 2 and not any(t.counters):
+                                t.compile()
+                    if i:
+                        tpls.insert(0, tpls.pop(i))
+                    break
+        if not count:
+            return False
+        self._frames += count
+        self._pos = stop
+        return True
 
     def _learn(self, raw: bytes) -> None:
         """After a full check: a delta adds its template (the grammar state is as it was, plus its string),
@@ -135,7 +153,7 @@ class StreamLint:
         if tpl is None:
             self._tpls = []
         else:
-            self._tpls = [tpl, *self._tpls[:_TEMPLATES - 1]]
+            self._tpls = [tpl, *self._tpls[: _TEMPLATES - 1]]
 
     def _feed_lines(self, chunk: bytes) -> Violation | None:
         """The line-by-line framing (any line ends, any chunking)."""
@@ -254,8 +272,8 @@ class _FlatSummary(Summary):
     def thinking(self, value: str) -> None:
         self._thinking[:] = [value]
 
-    def add_thinking(self, v: str) -> None:
-        self._thinking.append(v)
+    def add_thinking(self, pieces: list[str]) -> None:
+        self._thinking.extend(pieces)
 
 
 def check_body(protocol: str, body: bytes, *, error: bool = False, strict: bool = True) -> Violation | None:

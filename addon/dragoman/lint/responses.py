@@ -244,7 +244,9 @@ class _Stream:
         strict, order = self.strict, self.order
         oi = obj.get("output_index")
         item = obj.get("item")
-        need(isinstance(item, dict) and isinstance(item.get("type"), str), f"{where}: item must be an object with a type")
+        need(
+            isinstance(item, dict) and isinstance(item.get("type"), str), f"{where}: item must be an object with a type"
+        )
         need(isinstance(item.get("id"), str) and item["id"], f"{where}: item.id must be a non-empty string")
         need(item["id"] not in self.items, f"{where}: duplicate item id {item['id']}")
         if strict:  # the API streams items one after another (LangChain keys on output_index changes)

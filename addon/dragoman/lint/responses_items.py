@@ -164,7 +164,7 @@ def item_event(s: Summary, it: Item, t: str, obj: dict[str, Any], where: str, st
         need(not part.done and not part.text_done, f"{where}: delta for a finished content part")
         need(isinstance(obj.get("delta"), str), f"{where}: delta must be a string")
         part.add(obj["delta"])
-        return part.add
+        return part.chunks.extend
     elif t in ("response.output_text.done", "response.refusal.done", "response.reasoning_text.done"):
         part = part_at(it.parts, obj.get("content_index"), where, "content part")
         key = "refusal" if t == "response.refusal.done" else "text"
@@ -178,7 +178,7 @@ def item_event(s: Summary, it: Item, t: str, obj: dict[str, Any], where: str, st
         need(it.args_done is None, f"{where}: arguments delta after arguments done")
         need(isinstance(obj.get("delta"), str), f"{where}: delta must be a string")
         it.args.append(obj["delta"])
-        return it.args.append
+        return it.args.extend
     elif t == "response.function_call_arguments.done":
         need(it.type == "function_call", f"{where}: arguments done on a {it.type} item")
         need(it.args_done is None, f"{where}: arguments done twice")
@@ -189,7 +189,7 @@ def item_event(s: Summary, it: Item, t: str, obj: dict[str, Any], where: str, st
         need(it.args_done is None, f"{where}: input delta after input done")
         need(isinstance(obj.get("delta"), str), f"{where}: delta must be a string")
         it.args.append(obj["delta"])
-        return it.args.append
+        return it.args.extend
     elif t == "response.custom_tool_call_input.done":
         need(it.type == "custom_tool_call", f"{where}: input done on a {it.type} item")
         need(obj.get("input") == "".join(it.args), f"{where}: input differs from the concatenated deltas")
@@ -207,7 +207,7 @@ def item_event(s: Summary, it: Item, t: str, obj: dict[str, Any], where: str, st
         need(not part.done and not part.text_done, f"{where}: delta for a finished summary part")
         need(isinstance(obj.get("delta"), str), f"{where}: delta must be a string")
         part.add(obj["delta"])
-        return part.add
+        return part.chunks.extend
     elif t == "response.reasoning_summary_text.done":
         part = part_at(it.summary, obj.get("summary_index"), where, "summary part")
         need(obj.get("text") == part.text, f"{where}: summary text differs from the concatenated deltas")
