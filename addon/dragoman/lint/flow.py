@@ -26,12 +26,22 @@ class FlowLint:
     """``ours``: the client's protocol, strict grammar (None: not linted, e.g. bytes passed untouched);
     ``upstream``: the upstream's protocol, the grammar tolerant of real provider output."""
 
-    def __init__(self, mode: str, client: str, upstream: str, *, ours: bool = True) -> None:
+    def __init__(
+        self,
+        mode: str,
+        client: str,
+        upstream: str,
+        *,
+        ours: bool = True,
+        ours_array: bool = False,
+        upstream_array: bool = False,
+    ) -> None:
+        """``ours_array`` / ``upstream_array``: that side is a Gemini JSON-array stream (no ``alt=sse``)."""
         self.strict = mode == "strict"
         self.client = PROTOCOL_NAMES[client]
         self.upstream = PROTOCOL_NAMES[upstream]
-        self.ours = StreamLint(self.client, strict=True) if ours else None
-        self.theirs: StreamLint | None = StreamLint(self.upstream, strict=False)
+        self.ours = StreamLint(self.client, strict=True, array=ours_array) if ours else None
+        self.theirs: StreamLint | None = StreamLint(self.upstream, strict=False, array=upstream_array)
         self.reports: list[dict[str, Any]] = []
         #: strict mode cut our stream after a violation: nothing more is sent
         self.muted = False
@@ -83,6 +93,9 @@ class FlowLint:
     def body(self, side: str, body: bytes, *, error: bool) -> dict[str, Any] | None:
         """A whole JSON body: ours (strict grammar) or the upstream's (tolerant)."""
         protocol = self.client if side == "ours" else self.upstream
+        if protocol == "gemini" and not error and body.lstrip()[:1] == b"[":  # a whole JSON-array stream
+            lint = StreamLint("gemini", strict=side == "ours", array=True)
+            return self._report(side, protocol, lint.feed(body) or lint.close())
         return self._report(side, protocol, check_body(protocol, body, error=error, strict=side == "ours"))
 
     def _report(self, side: str, protocol: str, v: Violation | None) -> dict[str, Any] | None:

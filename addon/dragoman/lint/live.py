@@ -26,6 +26,7 @@ from dragoman.lint import anthropic
 from dragoman.lint import chat
 from dragoman.lint import gemini
 from dragoman.lint import responses
+from dragoman.lint.jsonarray import ArraySplitter
 from dragoman.lint.replay import Template
 from dragoman.lint.replay import learn
 from dragoman.lint.replay import run_mixed
@@ -65,7 +66,8 @@ class Violation:
 class StreamLint:
     """One stream's grammar check, fed bytes as they pass."""
 
-    def __init__(self, protocol: str, *, strict: bool = True) -> None:
+    def __init__(self, protocol: str, *, strict: bool = True, array: bool = False) -> None:
+        """``array``: a Gemini stream written as one JSON array (no ``alt=sse``), not SSE."""
         self.protocol = protocol
         self.strict = strict
         self.violation: Violation | None = None
@@ -82,12 +84,15 @@ class StreamLint:
         #: the templates of the last deltas checked (``replay``), most recent first; any other event clears them
         self._tpls: list[Template] = []
         self._pos = 0
+        self._array = ArraySplitter() if array else None
         self._mixed = False  # bytes went to the line-by-line framing outside frame boundaries
 
     def feed(self, chunk: bytes) -> Violation | None:
         """Raw SSE bytes -> the first violation (returned once; later calls check nothing)."""
         if self._checker is None:
             return None
+        if self._array is not None:
+            return self._feed_array(chunk)
         if self._buf:
             chunk, self._buf = self._buf + chunk, b""
         if self._mixed:  # the line-by-line framing holds part of a line, a frame or a character
@@ -155,6 +160,19 @@ class StreamLint:
         else:
             self._tpls = [tpl, *self._tpls[: _TEMPLATES - 1]]
 
+    def _feed_array(self, chunk: bytes) -> Violation | None:
+        assert self._array is not None
+        try:
+            elements = self._array.feed(chunk)
+        except AssertionError as e:
+            return self._fail(str(e))
+        for elem in elements:
+            frame = Frame(None, elem, self._frames)
+            self._frames += 1
+            if self._send(frame):
+                return self.violation
+        return None
+
     def _feed_lines(self, chunk: bytes) -> Violation | None:
         """The line-by-line framing (any line ends, any chunking)."""
         try:
@@ -172,6 +190,12 @@ class StreamLint:
         """The end of the stream -> a new violation (None: none, or it was already returned)."""
         if self._checker is None:
             return None
+        if self._array is not None:
+            try:
+                self._array.close()
+            except AssertionError as e:
+                return self._fail(str(e), -1)
+            return self._end()
         if self._buf:
             chunk, self._buf = self._buf, b""
             if self._feed_lines(chunk) is not None:
@@ -185,6 +209,10 @@ class StreamLint:
                 return self._fail("the stream does not end with a blank line (unterminated last event)")
             if self._lines([*_LINES.split(tail.rstrip("\r\n")), ""]) is not None:
                 return self.violation
+        return self._end()
+
+    def _end(self) -> Violation | None:
+        assert self._checker is not None
         try:
             self._checker.send(None)
         except StopIteration:

@@ -17,11 +17,19 @@ from dragoman.mitm.flowstate import FlowState
 logger = logging.getLogger(__name__)
 
 
-def start(state: FlowState, mode: str, ours: bool) -> None:
-    """Attach a ``FlowLint`` (``ours``: our output is linted too, False when the bytes pass untouched)."""
+def start(state: FlowState, mode: str, ours: bool, ours_array: bool = False, upstream_array: bool = False) -> None:
+    """Attach a ``FlowLint`` (``ours``: our output is linted too, False when the bytes pass untouched;
+    ``*_array``: that side is a Gemini JSON-array stream, a ``:streamGenerateContent`` without ``alt=sse``)."""
     if mode in ("log", "strict"):
         plan = state.plan
-        state.lint = FlowLint(mode, plan.client.value, plan.upstream.value, ours=ours and not plan.identity)
+        state.lint = FlowLint(
+            mode,
+            plan.client.value,
+            plan.upstream.value,
+            ours=ours and not plan.identity,
+            ours_array=ours_array,
+            upstream_array=upstream_array,
+        )
 
 
 def _log(flow_id: str, rep: dict[str, Any] | None) -> dict[str, Any] | None:
