@@ -3,6 +3,7 @@
 Keep this to a few import lines: only this file hot-reloads, the package is installed (pip install -e .).
 """
 
+from dragoman.mitm.chain import Chain
 from dragoman.mitm.endpoints import Endpoints
 from dragoman.mitm.guards.client_auth import ClientAuth
 from dragoman.mitm.guards.cors import Cors
@@ -37,24 +38,29 @@ replayer = Replayer()
 translate = Translate()
 compact = Compact()
 scrub = FlowScrub()
+# Chain: mitmproxy dispatches each hook to one object, which calls the parts in this order (issue 31).
 addons = [
-    Responsive(),
-    DirectGuard(),
-    scrub.mark,
-    translate.gate,
-    cors,
-    ClientAuth(),
-    ResponsesSocket(),
-    Endpoints(),
-    ResponsesApi(),
-    compact,
-    replayer.before,
-    recorder.before,
-    translate,
-    compact.after,
-    cors.after,
-    replayer,
-    recorder,
-    scrub,
-    translate.gate.after,
+    Chain(
+        [
+            Responsive(),
+            DirectGuard(),
+            scrub.mark,
+            translate.gate,
+            cors,
+            ClientAuth(),
+            ResponsesSocket(),
+            Endpoints(),
+            ResponsesApi(),
+            compact,
+            replayer.before,
+            recorder.before,
+            translate,
+            compact.after,
+            cors.after,
+            replayer,
+            recorder,
+            scrub,
+            translate.gate.after,
+        ]
+    )
 ]

@@ -4,6 +4,9 @@ Built from the routes file (``dragoman_config``) or from the single-upstream opt
 upstream and a catch-all route). The routes file is reloaded when it changes (checked every
 ``RELOAD_INTERVAL`` seconds while mitmproxy runs); a broken new version is refused with the same message a
 startup would give, and the old routes keep serving. Key pools keep their resting state across reloads.
+
+Also what the log says about provider profiles: each openai-chat upstream's profile once at start (and when a
+reload changes it), and one line per flow when a placeholder stood in for reasoning state the history lacked.
 """
 
 from __future__ import annotations
@@ -14,16 +17,38 @@ import os
 from pathlib import Path
 
 from dragoman.logsafe import logsafe
-from dragoman.mitm import profile_log
+from dragoman.protocols.base import Context
 from dragoman.routing.load import ConfigError
 from dragoman.routing.load import load_config
 from dragoman.routing.pool import KeyPool
 from dragoman.routing.router import Router
 from dragoman.routing.spec import Config
+from dragoman.routing.spec import describe_profile
 
 logger = logging.getLogger(__name__)
 
 RELOAD_INTERVAL = 2.0
+
+
+def log_profiles(config: Config, logged: set[str]) -> None:
+    """Each openai-chat upstream's profile, unless ``logged`` already has that line."""
+    for up in config.upstreams.values():
+        how = describe_profile(up)
+        line = f"upstream {up.name}: provider profile {how}"
+        if how is not None and line not in logged:
+            logged.add(line)
+            logger.info("%s", line)
+
+
+def log_placeholders(flow_id: str, tctx: Context) -> None:
+    if tctx.placeholders:
+        logger.info(
+            "flow %s: the history has no %s for this upstream (another model produced those turns); sent the "
+            "%s profile's placeholder",
+            flow_id,
+            " / ".join(sorted(tctx.placeholders)),
+            tctx.profile.name,
+        )
 
 
 def read_config(path: Path) -> Config:
@@ -61,7 +86,7 @@ class Routing:
                     pool.carry_from(old[name])
                 pools[name] = pool
         if config is not None:
-            profile_log.log_profiles(config, self._logged)
+            log_profiles(config, self._logged)
         self.config = config
         self.router = Router(config) if config is not None else None
         self.pools = pools

@@ -27,7 +27,6 @@ from dragoman.logsafe import logsafe
 from dragoman.mitm import hosts
 from dragoman.mitm import inbound
 from dragoman.mitm import outbound
-from dragoman.mitm import profile_log
 from dragoman.mitm.faults import IdleWatchdog
 from dragoman.mitm.flowstate import METADATA_KEY
 from dragoman.mitm.flowstate import TARGET_OVERRIDE_KEY
@@ -37,6 +36,7 @@ from dragoman.mitm.guards.client_auth import CLIENT_METADATA_KEY
 from dragoman.mitm.outbound import client_key
 from dragoman.mitm.relay.exchange import RoutedExchange
 from dragoman.mitm.relay.upstream_http import Trust
+from dragoman.mitm.route_state import log_placeholders
 from dragoman.mitm.translate_config import TranslateConfig
 from dragoman.mitm.usage import whole_usage
 from dragoman.protocols import Protocol
@@ -183,7 +183,7 @@ class Translate(TranslateConfig):
         body = self._encode(flow, cr, plan, tctx, cand.model)
         if body is None:
             return
-        profile_log.log_placeholders(flow.id, tctx)
+        log_placeholders(flow.id, tctx)
         state = self._state(flow, plan, tctx, cr, route, cand)
         self.flows.put(flow.id, state)
         outbound.rewrite_url(flow.request, up.url, up.protocol, plan.identity, cand.model, cr.stream)

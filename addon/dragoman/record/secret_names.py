@@ -84,15 +84,18 @@ def normal(name: str) -> str:
     return _SEP.sub("_", _CAMEL.sub("_", name.strip())).lower()
 
 
+@lru_cache(maxsize=4096)
 def is_credential(name: str) -> bool:
     """A credential's name in any place (body field, header, query parameter)."""
     n = normal(name)
     return n in CREDENTIAL_NAMES or any(n.endswith("_" + s) for s in CREDENTIAL_SUFFIXES)
 
 
+@lru_cache(maxsize=4096)
 def is_secret_header(name: str) -> bool:
     return normal(name) in HEADER_NAMES or is_credential(name)
 
 
+@lru_cache(maxsize=4096)
 def is_secret_query(name: str) -> bool:
     return normal(name) in QUERY_NAMES or is_credential(name)

@@ -151,3 +151,46 @@ def test_dragoman_loggers_follow_the_verbosity_and_are_restored():
         assert logging.getLogger("dragoman.mitm.translate_addon").isEnabledFor(logging.DEBUG)
         a.done()
     assert lg.level == before
+
+
+class _Listener:
+    name = "listener"
+
+    def __init__(self) -> None:
+        self.entries: list[str] = []
+
+    def add_log(self, entry) -> None:
+        self.entries.append(entry.msg)
+
+
+def _legacy_records(tctx, logger_name: str) -> list[logging.LogRecord]:
+    """What the filters on mitmproxy's legacy add_log handler pass on of one record of ``logger_name`` (its own
+    filter, which drops records of another pytest phase than the one it was made in, left out)."""
+    handler = tctx.master._legacy_log_events
+    record = logging.LogRecord(logger_name, logging.INFO, __file__, 1, "flow 1: translated", None, None)
+    return [record] if all(f.filter(record) for f in handler.filters) else []
+
+
+def test_dragoman_records_skip_the_legacy_add_log_walk_while_nobody_listens(addon):
+    a, tctx = addon
+    assert len(_legacy_records(tctx, "dragoman.mitm.translate_addon")) == 1  # before running: as mitmproxy has it
+    a.running()
+    assert _legacy_records(tctx, "dragoman.mitm.translate_addon") == []
+    # mitmproxy's own records and other loggers are untouched
+    assert len(_legacy_records(tctx, "mitmproxy.proxy.server")) == 1
+    assert len(_legacy_records(tctx, "someone.else")) == 1
+
+
+def test_an_addon_with_add_log_registered_later_gets_dragoman_records_again(addon):
+    a, tctx = addon
+    a.running()
+    assert _legacy_records(tctx, "dragoman.x") == []
+    tctx.master.addons.add(_Listener())
+    assert len(_legacy_records(tctx, "dragoman.x")) == 1
+
+
+def test_done_takes_the_filter_off(addon):
+    a, tctx = addon
+    a.running()
+    a.done()
+    assert len(_legacy_records(tctx, "dragoman.x")) == 1

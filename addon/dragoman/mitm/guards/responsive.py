@@ -20,6 +20,11 @@ a request on another connection needs several loop turns: with a 300,000-event s
   ``add_log`` handler turns EVERY record into a hook call on every addon (formatted, posted to the loop);
   a debug line nobody sees cost about as much as a hook of its own per flow (issue 31). mitmweb keeps every
   record in its event store, so there the level is left as it is.
+* Dragoman's records skip that legacy ``add_log`` handler while no addon has an ``add_log`` hook (none of
+  mitmproxy's own has; it is deprecated since mitmproxy 9): the one info line per flow was otherwise a
+  synchronous walk of every addon (a ``safecall`` each), about 6 % of a short request's CPU. termlog, mitmweb's
+  event store and any ``logging`` handler still get every record; the check is redone whenever an addon is
+  registered (a script that defines ``add_log`` gets Dragoman's records again).
 
 Measured with ``make bench-record`` (``bench/README.md``). Both are undone in ``done`` (a test harness, a
 script reload). The transport attribute is asyncio's own (the same since Python 3.4, in 3.11 and 3.12);
@@ -35,6 +40,7 @@ from typing import Any
 
 from mitmproxy import ctx
 from mitmproxy import exceptions
+from mitmproxy.addonmanager import traverse
 from mitmproxy.utils import human
 
 logger = logging.getLogger(__name__)
@@ -68,6 +74,26 @@ def shown_level(options: Any, addons: Any) -> int | None:
     return min(known) if known else None
 
 
+class QuietLegacyLog(logging.Filter):
+    """On mitmproxy's ``LegacyLogEvents`` handler: lets ``dragoman.*`` records through only while some addon
+    has an ``add_log`` hook (looked for again whenever the number of registered addons changes)."""
+
+    def __init__(self, addons: Any) -> None:
+        super().__init__()
+        self.addons = addons
+        self._seen = -1
+        self._heard = True
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not record.name.startswith("dragoman"):
+            return True
+        n = len(self.addons.lookup)
+        if n != self._seen:
+            self._seen = n
+            self._heard = any(callable(getattr(a, "add_log", None)) for a in traverse(self.addons.chain))
+        return self._heard
+
+
 def read_size(value: str) -> int:
     """``dragoman_read_size`` in bytes (0: asyncio's default); ``OptionsError`` when it is not a size."""
     text = value.strip()
@@ -90,6 +116,7 @@ class Responsive:
         self._asyncio_default: int | None = None
         self._frozen = False
         self._log_level: int | None = None  # the ``dragoman`` logger's level before Dragoman set it
+        self._quiet: tuple[logging.Handler, QuietLegacyLog] | None = None
 
     def load(self, loader: Any) -> None:
         loader.add_option(
@@ -123,6 +150,11 @@ class Responsive:
         DRAGOMAN_LOGGER.setLevel(level)
 
     def running(self) -> None:
+        legacy = getattr(getattr(ctx, "master", None), "_legacy_log_events", None)
+        if self._quiet is None and isinstance(legacy, logging.Handler):
+            quiet = QuietLegacyLog(ctx.master.addons)
+            legacy.addFilter(quiet)
+            self._quiet = (legacy, quiet)
         if not self._frozen:
             gc.collect()
             gc.freeze()
@@ -130,6 +162,9 @@ class Responsive:
             logger.debug("start-up objects frozen out of the garbage collector: %d", gc.get_freeze_count())
 
     def done(self) -> None:
+        if self._quiet is not None:
+            self._quiet[0].removeFilter(self._quiet[1])
+            self._quiet = None
         if self._log_level is not None:
             DRAGOMAN_LOGGER.setLevel(self._log_level)
             self._log_level = None

@@ -14,12 +14,12 @@ from dragoman.ir.common import ErrorInfo
 from dragoman.ir.common import ErrorKind
 from dragoman.mitm import hosts
 from dragoman.mitm import outbound
-from dragoman.mitm import profile_log
 from dragoman.mitm.flowstate import FlowState
 from dragoman.mitm.relay.relay import Failure
 from dragoman.mitm.relay.relay import Prepared
 from dragoman.mitm.relay.relay import RelayJob
 from dragoman.mitm.relay.upstream_http import Trust
+from dragoman.mitm.route_state import log_placeholders
 from dragoman.protocols import Protocol
 from dragoman.protocols.base import Context
 from dragoman.protocols.registry import get_codec
@@ -87,7 +87,7 @@ class RoutedExchange:
         plan = Plan(self.client, up.protocol)
         actx = self.new_context(up, att.candidate.model)
         body = encode_upstream_request(self.cr, plan, actx, att.candidate.model)
-        profile_log.log_placeholders(self.flow_id, actx)
+        log_placeholders(self.flow_id, actx)
         configured = att.key is not None
         key = att.key.value if att.key is not None else self.own_key
         url = up.url if up.url is not None else self.origin
