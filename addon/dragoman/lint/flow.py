@@ -52,7 +52,7 @@ class FlowLint:
 
     def feed_upstream(self, data: bytes, final: bool = False) -> dict[str, Any] | None:
         """Upstream bytes as received (b"" / ``final``: the end). -> a new report, or None."""
-        if self.theirs is None:
+        if self.theirs is None or not (data or final):
             return None
         if data:
             self._up.append(data)
@@ -72,7 +72,7 @@ class FlowLint:
 
     def feed_ours(self, out: bytes, final: bool = False) -> dict[str, Any] | None:
         """Our output bytes as they leave (``final``: the last of them). -> a new report, or None."""
-        if self.ours is None:
+        if self.ours is None or not (out or final):
             return None
         if out and not self.strict:
             self._out.append(out)

@@ -131,15 +131,15 @@ class StreamLint:
     def _replay(self, chunk: bytes, pos: int, end: int) -> bool:
         """The frames from ``pos`` that the templates take (``self._pos``: where they end)."""
         tpls = self._tpls
-        if len(tpls) > 1 and all(t.many is not None and not any(t.counters) for t in tpls):
+        if len(tpls) > 1 and all(t.one is not None and not t.counted for t in tpls):
             stop, count = run_mixed(tpls, chunk, pos, end)
         else:
             for i, tpl in enumerate(tpls):
                 stop, count = tpl.run(chunk, pos, end)
                 if count:
-                    if tpl.many is not None and len(tpls) > 1:  # interleaving templates get compiled too
+                    if tpl.one is not None and len(tpls) > 1:  # interleaving templates get compiled too
                         for t in tpls:
-                            if t.many is None and t.hits >= 2 and not any(t.counters):
+                            if t.one is None and t.hits >= 2 and not t.counted:
                                 t.compile()
                     if i:
                         tpls.insert(0, tpls.pop(i))
@@ -282,7 +282,7 @@ class _FlatSummary(Summary):
         self._thinking: list[str] = []
         super().__init__()
 
-    @property  # type: ignore[override]
+    @property
     def text(self) -> str:
         return ""
 
@@ -290,7 +290,7 @@ class _FlatSummary(Summary):
     def text(self, value: str) -> None:
         pass
 
-    @property  # type: ignore[override]
+    @property
     def thinking(self) -> str:
         if len(self._thinking) > 1:
             self._thinking[:] = ["".join(self._thinking)]

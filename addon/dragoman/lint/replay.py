@@ -31,8 +31,9 @@ _dumps = orjson.dumps
 Slot = tuple[tuple[Any, ...], Any, Callable[[list[Any]], Any] | Any | None]
 Hot = tuple[Slot, ...]
 #: a JSON string token (its content is validated by the parse of the run's values) and a counter
-_STR = rb'"(?:[^"\\\n\r]++|\\[^\n\r])*+"'
+_STR = rb'"[^"\\\n\r]*+(?:\\[^\n\r][^"\\\n\r]*+)*+"'
 _NUM = rb"\d+"
+_INT = rb"-?\d+"
 #: frames a template matches one by one before its regex is compiled
 _COMPILE = 8
 
@@ -46,49 +47,54 @@ def _at(obj: Any, path: tuple[Any, ...]) -> Any:
     return obj
 
 
+class Fixed:
+    """A slot whose bytes must stay as checked (an id, a timestamp): cut out of the template's regex so
+    that its shape, not the response's ids, is what ``re`` compiles and caches across streams."""
+
+    __slots__ = ("enc",)
+
+    def __init__(self, enc: bytes) -> None:
+        self.enc = enc
+
+
 class Template:
     """One checked frame's bytes cut around its variable values (see the module docstring)."""
 
-    __slots__ = ("literals", "one", "body", "many", "counters", "applies", "hits")
+    __slots__ = ("literals", "one", "counters", "applies", "hits", "counted")
 
     def __init__(self, literals: list[bytes], counters: list[Any], applies: list[Any]) -> None:
         #: the bytes before, between and after the slots
         self.literals = literals
-        #: per slot: None (a string slot) or the object whose ``seq`` the counter must equal
+        #: per slot: None (a string slot), a ``Fixed`` or the object whose ``seq`` the counter must equal
         self.counters = counters
         self.applies = applies
         self.hits = 0
+        self.counted = any(c is not None and not isinstance(c, Fixed) for c in counters)
         #: compiled once the template has matched ``_COMPILE`` frames one by one (re's parser is slow)
         self.one: re.Pattern[bytes] | None = None
-        self.many: re.Pattern[bytes] | None = None
-        self.body = b""
 
     def compile(self) -> None:
-        slots = [_STR if c is None else _NUM for c in self.counters]
+        slots = [
+            _STR if c is None else (_STR if c.enc[:1] == b'"' else _INT) if isinstance(c, Fixed) else _NUM
+            for c in self.counters
+        ]
         lits = [re.escape(lit) for lit in self.literals]
         one = lits[0] + b"".join(b"(" + s + b")" + lit for s, lit in zip(slots, lits[1:]))
-        #: one frame with its slots captured; the frame without captures; a run of frames
+        #: one frame, its slots captured (re caches the compiled shape: ids and timestamps are ``Fixed`` slots)
         self.one = re.compile(one + b"\n\n")
-        self.body = lits[0] + b"".join(s + lit for s, lit in zip(slots, lits[1:])) + b"\n\n"
-        self.many = re.compile(b"(?:" + self.body + b")+")
 
     def run(self, buf: bytes, pos: int, end: int) -> tuple[int, int]:
         """The frames from ``pos`` that are this event again -> (where they end, how many: 0 for none);
         their values are applied."""
-        if self.many is None:
+        if self.one is None:
             if self.hits < _COMPILE:
                 return self.match(buf, pos)
             self.compile()
-            assert self.many is not None
-        m = self.many.match(buf, pos, end)
-        if m is None:
+        got = self.collect(buf, pos, end)
+        if got is None or not got[0]:
             return pos, 0
-        stop = m.end()
-        got = self.collect(buf, pos, stop)
-        if got is None:
-            return pos, 0
-        self.apply(*got)
-        return stop, got[0]
+        self.apply(got[0], got[1])
+        return got[2], got[0]
 
     def match(self, buf: bytes, pos: int) -> tuple[int, int]:
         """One frame at ``pos``, by bytes comparisons (before the template is compiled)."""
@@ -117,6 +123,10 @@ class Template:
                     values.append([_loads(tok)])
                 except orjson.JSONDecodeError:
                     return pos, 0
+            elif type(counter) is Fixed:
+                if tok != counter.enc:
+                    return pos, 0
+                values.append(None)
             else:
                 if tok != b"%d" % counter.seq:
                     return pos, 0
@@ -126,29 +136,41 @@ class Template:
         self.apply(1, values)
         return stop + 2, 1
 
-    def collect(self, buf: bytes, pos: int, stop: int) -> tuple[int, list[Any]] | None:
-        """This template's frames in ``buf[pos:stop]`` -> (how many, their values), or None when a value
-        is not a valid JSON string or a counter does not count on."""
+    def collect(self, buf: bytes, pos: int, end: int) -> tuple[int, list[Any], int] | None:
+        """This template's consecutive frames from ``pos`` -> (how many, their values, where they end), or
+        None when a value is not a valid JSON string, a fixed value changed or a counter does not count on."""
         assert self.one is not None
-        found = self.one.findall(buf, pos, stop)
+        found: list[Any] = []
+        stop = pos
+        match = self.one.match
+        m = match(buf, pos, end)
+        while m is not None:  # frame after frame, each adjacent to the last
+            found.append(m.groups())
+            stop = m.end()
+            m = match(buf, stop, end)
         counters = self.counters
-        cols = [found] if len(counters) == 1 else [list(c) for c in zip(*found)]
         values: list[Any] = []
-        for col, counter in zip(cols, counters):
+        for col, counter in zip(zip(*found), counters):
             if counter is None:
                 try:
                     values.append(_loads(b"[" + b",".join(col) + b"]"))
                 except orjson.JSONDecodeError:
                     return None
-            else:
-                seq = counter.seq
-                if col != [b"%d" % n for n in range(seq, seq + len(col))]:
+            elif type(counter) is Fixed:
+                if col.count(counter.enc) != len(col):
                     return None
                 values.append(None)
-        return len(found), values
+            else:
+                seq = counter.seq
+                if list(col) != [b"%d" % n for n in range(seq, seq + len(col))]:
+                    return None
+                values.append(None)
+        return len(found), values, stop
 
     def apply(self, count: int, values: list[Any]) -> None:
         for vals, counter, apply in zip(values, self.counters, self.applies):
+            if type(counter) is Fixed:
+                continue
             if counter is not None:
                 counter.seq += count
             elif apply is not None:
@@ -158,19 +180,41 @@ class Template:
 def run_mixed(tpls: list[Template], buf: bytes, pos: int, end: int) -> tuple[int, int]:
     """Frames of several templates interleaved (parallel tool calls' argument deltas) from ``pos`` ->
     (where they end, how many: 0 for none). Only for compiled templates without counters."""
-    bodies = sorted(t.body for t in tpls)
-    m = re.compile(b"(?:" + b"|".join(bodies) + b")+").match(buf, pos, end)  # re's cache keeps it
-    if m is None:
+    stop, count = pos, 0
+    got: list[tuple[int, list[list[bytes]]]] = [(0, [[] for _ in t.counters]) for t in tpls]
+    while True:  # the next frame is one template's, or the run ends
+        for i, t in enumerate(tpls):
+            assert t.one is not None
+            m = t.one.match(buf, stop, end)
+            if m is not None:
+                for col, v in zip(got[i][1], m.groups()):
+                    col.append(v)
+                got[i] = (got[i][0] + 1, got[i][1])
+                stop = m.end()
+                count += 1
+                break
+        else:
+            break
+    if not count:
         return pos, 0
-    stop = m.end()
-    got = [t.collect(buf, pos, stop) for t in tpls]
-    total = sum(g[0] for g in got if g is not None)
-    if any(g is None for g in got) or total != buf.count(b"\n\n", pos, stop):
-        return pos, 0
-    for t, g in zip(tpls, got):
-        if g is not None and g[0]:
-            t.apply(*g)
-    return stop, total
+    checked = []
+    for t, (n, cols) in zip(tpls, got):
+        values: list[Any] = []
+        for col, counter in zip(cols, t.counters):
+            if counter is None:
+                try:
+                    values.append(_loads(b"[" + b",".join(col) + b"]"))
+                except orjson.JSONDecodeError:
+                    return pos, 0
+            else:  # a Fixed (no counters here)
+                if col.count(counter.enc) != len(col):
+                    return pos, 0
+                values.append(None)
+        checked.append((n, values))
+    for t, (n, values) in zip(tpls, checked):
+        if n:
+            t.apply(n, values)
+    return stop, count
 
 
 def _cut(raw: bytes, j: int, slot: Slot) -> tuple[int, int, Slot] | None:
@@ -203,6 +247,12 @@ def learn(raw: bytes, hot: Hot) -> Template | None:
         if cut is None:
             return None
         cuts.append(cut)
+    taken = {path for path, _, _ in hot}
+    for path, value in _ids(_loads(raw[j + 6 :]), ()):
+        if path not in taken:
+            cut = _cut(raw, j, (path, value, None))
+            if cut is not None and not any(c[0] < cut[1] and cut[0] < c[1] for c in cuts):
+                cuts.append((cut[0], cut[1], (path, value, Fixed(raw[cut[0] : cut[1]]))))
     cuts.sort(key=lambda c: c[0])
     literals = [raw[: cuts[0][0]]]
     probe = [literals[0]]
@@ -223,6 +273,22 @@ def learn(raw: bytes, hot: Hot) -> Template | None:
         got = _at(obj, path)
         if got != marker or type(got) is not type(marker):
             return None
-    counters = [None if isinstance(v, str) else a for _, _, (_, v, a) in cuts]
-    applies = [None if not isinstance(v, str) else a for _, _, (_, v, a) in cuts]
+    counters = [a if isinstance(a, Fixed) or not isinstance(v, str) else None for _, _, (_, v, a) in cuts]
+    applies = [a if isinstance(v, str) and not isinstance(a, Fixed) else None for _, _, (_, v, a) in cuts]
     return Template(literals, counters, applies)
+
+
+def _ids(obj: Any, path: tuple[Any, ...]) -> list[tuple[tuple[Any, ...], Any]]:
+    """The values of a frame that name its response (long strings: ids, models; large ints: timestamps)."""
+    out: list[tuple[tuple[Any, ...], Any]] = []
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            if isinstance(v, (dict, list)):
+                out += _ids(v, (*path, k))
+            elif (type(v) is str and len(v) >= 12) or (type(v) is int and v >= 10_000):
+                out.append(((*path, k), v))
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            if isinstance(v, (dict, list)):
+                out += _ids(v, (*path, i))
+    return out
