@@ -201,3 +201,81 @@ def test_a_changed_value_the_grammar_allows_is_not_flagged():
     lc.validate_stream(data)
     for label, pieces in chunkings(data, seeds=2):
         assert _first_violation("chat", pieces) is None, label
+
+
+def _responses_interleaved(n: int = 30) -> list[bytes]:
+    """Two function calls open at once, their argument deltas interleaved (tolerated upstream grammar)."""
+    seq = iter(range(10_000))
+    resp = {"id": "r1", "object": "response", "status": "in_progress", "output": [], "model": "m", "created_at": 1}
+
+    def ev(obj: dict) -> bytes:
+        return _ev({**obj, "sequence_number": next(seq)})
+
+    ids = ["fc_0fabc13af1ee0049006a0", "fc_0fabc13af1ee0049006a1"]
+    items = [
+        {
+            "id": i,
+            "type": "function_call",
+            "call_id": f"call_{k}",
+            "name": "f",
+            "arguments": "",
+            "status": "in_progress",
+        }
+        for k, i in enumerate(ids)
+    ]
+    args = '{"a": "' + "x" * n + '"}'
+    out = [ev({"type": "response.created", "response": resp}), ev({"type": "response.in_progress", "response": resp})]
+    out += [ev({"type": "response.output_item.added", "output_index": k, "item": it}) for k, it in enumerate(items)]
+    for ch in args:
+        for k, i in enumerate(ids):
+            out.append(
+                ev({"type": "response.function_call_arguments.delta", "item_id": i, "output_index": k, "delta": ch})
+            )
+    done = [{**it, "arguments": args, "status": "completed"} for it in items]
+    for k, i in enumerate(ids):
+        out.append(
+            ev({"type": "response.function_call_arguments.done", "item_id": i, "output_index": k, "arguments": args})
+        )
+        out.append(ev({"type": "response.output_item.done", "output_index": k, "item": done[k]}))
+    final = {
+        **resp,
+        "status": "completed",
+        "output": done,
+        "usage": {"input_tokens": 1, "output_tokens": 2, "total_tokens": 3},
+    }
+    out.append(ev({"type": "response.completed", "response": final}))
+    return out
+
+
+def _seq_of(frame: bytes) -> int:
+    return int(frame.split(b'"sequence_number":')[1].split(b"}")[0])
+
+
+@pytest.mark.parametrize("swap", [False, True])
+def test_interleaved_counted_deltas_are_replayed_and_a_wrong_count_is_found(swap):
+    ev = _responses_interleaved()
+    data = b"".join(ev)
+    lr.validate_stream(data, strict=False)
+    assert _lint_tolerant([data]) is None
+    mid = len(ev) // 2
+    if swap:  # two neighbours' counters exchanged: each frame still counts on from a template's own last one
+        a, b = _seq_of(ev[mid]), _seq_of(ev[mid + 1])
+        ev[mid] = ev[mid].replace(b'"sequence_number":%d' % a, b'"sequence_number":%d' % b)
+        ev[mid + 1] = ev[mid + 1].replace(b'"sequence_number":%d' % b, b'"sequence_number":%d' % a)
+    else:
+        a = _seq_of(ev[mid])
+        ev[mid] = ev[mid].replace(b'"sequence_number":%d' % a, b'"sequence_number":%d' % (a + 1))
+    data = b"".join(ev)
+    with pytest.raises(AssertionError) as batch:
+        lr.validate_stream(data, strict=False)
+    for label, pieces in chunkings(data, seeds=2):
+        lint = StreamLint("responses", strict=False)
+        found = [v for v in (*(lint.feed(p) for p in pieces), lint.close()) if v is not None]
+        assert [v.index for v in found] == [mid], (label, found)
+        assert found[0].message in str(batch.value), label
+
+
+def _lint_tolerant(pieces: list[bytes]):
+    lint = StreamLint("responses", strict=False)
+    found = [v for v in (*(lint.feed(p) for p in pieces), lint.close()) if v is not None]
+    return found[0] if found else None

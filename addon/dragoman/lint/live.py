@@ -131,7 +131,7 @@ class StreamLint:
     def _replay(self, chunk: bytes, pos: int, end: int) -> bool:
         """The frames from ``pos`` that the templates take (``self._pos``: where they end)."""
         tpls = self._tpls
-        if len(tpls) > 1 and all(t.one is not None and not t.counted for t in tpls):
+        if len(tpls) > 1 and all(t.one is not None for t in tpls):
             stop, count = run_mixed(tpls, chunk, pos, end)
         else:
             for i, tpl in enumerate(tpls):
@@ -139,7 +139,7 @@ class StreamLint:
                 if count:
                     if tpl.one is not None and len(tpls) > 1:  # interleaving templates get compiled too
                         for t in tpls:
-                            if t.one is None and t.hits >= 2 and not t.counted:
+                            if t.one is None and t.hits >= 2:
                                 t.compile()
                     if i:
                         tpls.insert(0, tpls.pop(i))

@@ -60,7 +60,7 @@ class Fixed:
 class Template:
     """One checked frame's bytes cut around its variable values (see the module docstring)."""
 
-    __slots__ = ("literals", "one", "counters", "applies", "hits", "counted")
+    __slots__ = ("literals", "one", "counters", "applies", "hits")
 
     def __init__(self, literals: list[bytes], counters: list[Any], applies: list[Any]) -> None:
         #: the bytes before, between and after the slots
@@ -69,7 +69,6 @@ class Template:
         self.counters = counters
         self.applies = applies
         self.hits = 0
-        self.counted = any(c is not None and not isinstance(c, Fixed) for c in counters)
         #: compiled once the template has matched ``_COMPILE`` frames one by one (re's parser is slow)
         self.one: re.Pattern[bytes] | None = None
 
@@ -167,28 +166,37 @@ class Template:
                 values.append(None)
         return len(found), values, stop
 
-    def apply(self, count: int, values: list[Any]) -> None:
+    def apply(self, count: int, values: list[Any], counters: bool = True) -> None:
+        """The values of ``count`` frames to the checker (``counters``: advance the counters too)."""
         for vals, counter, apply in zip(values, self.counters, self.applies):
             if type(counter) is Fixed:
                 continue
             if counter is not None:
-                counter.seq += count
+                if counters:
+                    counter.seq += count
             elif apply is not None:
                 apply(vals)
 
 
 def run_mixed(tpls: list[Template], buf: bytes, pos: int, end: int) -> tuple[int, int]:
     """Frames of several templates interleaved (parallel tool calls' argument deltas) from ``pos`` ->
-    (where they end, how many: 0 for none). Only for compiled templates without counters."""
-    stop, count = pos, 0
+    (where they end, how many: 0 for none). Compiled templates only; their counters, if any, must be one
+    (checked over the frames in their order)."""
+    owners = {id(c): c for t in tpls for c in t.counters if c is not None and type(c) is not Fixed}
+    if len(owners) > 1:
+        return pos, 0
+    stop, count, seqs = pos, 0, []
     got: list[tuple[int, list[list[bytes]]]] = [(0, [[] for _ in t.counters]) for t in tpls]
     while True:  # the next frame is one template's, or the run ends
         for i, t in enumerate(tpls):
             assert t.one is not None
             m = t.one.match(buf, stop, end)
             if m is not None:
-                for col, v in zip(got[i][1], m.groups()):
-                    col.append(v)
+                for col, v, c in zip(got[i][1], m.groups(), t.counters):
+                    if c is None or type(c) is Fixed:
+                        col.append(v)
+                    else:
+                        seqs.append(v)
                 got[i] = (got[i][0] + 1, got[i][1])
                 stop = m.end()
                 count += 1
@@ -206,14 +214,19 @@ def run_mixed(tpls: list[Template], buf: bytes, pos: int, end: int) -> tuple[int
                     values.append(_loads(b"[" + b",".join(col) + b"]"))
                 except orjson.JSONDecodeError:
                     return pos, 0
-            else:  # a Fixed (no counters here)
-                if col.count(counter.enc) != len(col):
-                    return pos, 0
+            elif type(counter) is Fixed and col.count(counter.enc) != len(col):
+                return pos, 0
+            else:
                 values.append(None)
         checked.append((n, values))
+    if owners:
+        (owner,) = owners.values()
+        if seqs != [b"%d" % n for n in range(owner.seq, owner.seq + len(seqs))]:
+            return pos, 0
+        owner.seq += len(seqs)
     for t, (n, values) in zip(tpls, checked):
         if n:
-            t.apply(n, values)
+            t.apply(n, values, counters=False)
     return stop, count
 
 
