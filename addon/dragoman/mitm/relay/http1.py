@@ -81,10 +81,11 @@ class BodyReader:
     """A message body, piece by piece as it arrives: one chunk of a chunked body per call (so an upstream
     that sends one event per chunk is passed on event by event), up to 64 KiB otherwise."""
 
-    __slots__ = ("_reader", "_mode", "_left", "done")
+    __slots__ = ("_reader", "_mode", "_left", "done", "_has_body")
 
     def __init__(self, reader: asyncio.StreamReader, headers: list[tuple[str, str]], *, has_body: bool = True) -> None:
         self._reader = reader
+        self._has_body = has_body
         self.done = not has_body
         te = (header(headers, "transfer-encoding") or "").lower()
         length = header(headers, "content-length")
@@ -101,6 +102,10 @@ class BodyReader:
             self.done = self.done or self._left == 0
         else:
             self._mode, self._left = "eof", 0
+
+    def reusable(self) -> bool:
+        """Read to its end, and the end was framed (a body up to the connection's end leaves nothing to reuse)."""
+        return self.done and not (self._has_body and self._mode == "eof")
 
     async def next(self) -> bytes | None:
         """The next piece, or None at the end of the body. Raises ``FramingError`` for a cut or broken body."""

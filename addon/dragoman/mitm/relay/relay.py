@@ -33,6 +33,7 @@ from dragoman.mitm.relay.upstream_http import ERROR_BODY_LIMIT
 from dragoman.mitm.relay.upstream_http import Trust
 from dragoman.mitm.relay.upstream_http import UpstreamConnectError
 from dragoman.mitm.relay.upstream_http import UpstreamResponse
+from dragoman.mitm.relay.upstream_http import close_idle
 from dragoman.mitm.relay.upstream_http import open_request
 from dragoman.routing.attempts import Attempt
 from dragoman.routing.attempts import Attempts
@@ -125,6 +126,7 @@ class Relay:
             self.server.close()
             self.server = None
         self.jobs.clear()
+        close_idle()
 
     def register(self, job: RelayJob | FixedAnswer) -> str:
         token = secrets.token_urlsafe(18)
