@@ -1,17 +1,21 @@
 """Replay of repeated stream events for the live lint (``StreamLint``): the cheap path of ``dragoman_lint``.
 
 A long stream is mostly the same delta event over and over, differing only in one string (the text, the
-arguments fragment) and sometimes a counter (Responses' ``sequence_number``) or a padding string
-(OpenAI's ``obfuscation``). After a checker has fully checked such an event it names those variable
-fields (``Hot``: a tuple of ``(path, value, apply)``); ``learn`` cuts the event's raw frame bytes around
-their values and proves the cut with a probe (each value swapped for a marker, the JSON parsed again,
-each marker found at its path). The cut becomes a ``Template``: a bytes regex of the frame, its literal
-bytes as checked and a JSON-string or digits slot in place of each value. ``Template.run`` takes, in C,
-the longest run of consecutive frames that match it, then parses all their string slots in one
-``orjson.loads`` (any invalid string, escape or UTF-8 and the run is refused) and checks the counters
-count on: each such frame parses to the checked event with only those values changed, so the grammar
-gives it the same verdict. ``apply`` hands the checker the new strings (what it concatenates). Anything
-else, including every violation, goes through the full parse and check.
+arguments fragment), sometimes a counter (Responses' ``sequence_number``) or a padding string (OpenAI's
+``obfuscation``). After a checker has fully checked such an event it names those variable fields (``Hot``:
+a tuple of ``(path, value, apply)``); ``learn`` cuts the event's raw frame bytes around their values, and
+around the response's ids and timestamps (``Fixed`` slots: they must stay as checked), and proves the cut
+with a probe (each value swapped for a marker, the JSON parsed again, each marker found at its path).
+
+The cut is a ``Template``. Its first frames are matched by bytes comparisons (``match``); from the
+``_COMPILE``-th on, by a bytes regex of the frame (its literal bytes, a JSON-string or digits group per
+slot) that ``re`` compiles once per event shape and process, ids being slots. ``collect`` takes the run of
+consecutive frames that match, then parses all their string slots in one ``orjson.loads`` (an invalid
+string, escape or UTF-8 refuses the run), checks the fixed values are unchanged and the counters count on:
+each such frame parses to the checked event with only its strings changed, so the grammar gives it the same
+verdict, and ``apply`` hands the checker the new strings (what it concatenates). ``run_mixed`` does the same
+for templates whose frames interleave (parallel tool calls). Anything else, including every violation, goes
+through the full parse and check.
 """
 
 from __future__ import annotations
