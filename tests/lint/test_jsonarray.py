@@ -1,7 +1,9 @@
 """The Gemini JSON-array stream (``:streamGenerateContent`` without ``alt=sse``) under the live lint: the
 corpus's Gemini streams written as arrays lint clean (upstream grammar), so does every corpus stream
 translated for an array-stream Gemini client (our grammar), over every chunking; hand-broken arrays are
-flagged once, at the batch validator's event index; a whole array body is linted as a stream."""
+flagged once, at the batch validator's event index; a whole array body is linted as a stream. And Code
+Assist's ``{"response": ...}``-wrapped events: accepted upstream, required in a Code Assist client's stream,
+refused in a plain one."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from dragoman.lint.sse import parse_sse
 from dragoman.protocols import Protocol
 from dragoman.protocols.base import Context
 from dragoman.protocols.gemini.request_decode import ARRAY
+from dragoman.protocols.gemini.request_decode import WRAPPED
 from dragoman.protocols.registry import get_codec
 from dragoman.translate.stream import StreamTranslator
 
@@ -156,3 +159,47 @@ def test_a_whole_array_body_is_linted_as_a_stream():
     bad = b"[" + b",\r\n".join([_events(GEMINI[0])[0], b'{"x": 1}']) + b"]"
     rep = lint.body("upstream", bad, error=False)
     assert rep is not None and (rep["side"], rep["index"]) == ("upstream", 1)
+
+
+# Code Assist (``v1internal``, Gemini CLI's OAuth route): every event wrapped as {"response": ...}
+def _wrap_sse(sse: bytes) -> bytes:
+    frames, _ = parse_sse(sse, strict=False)
+    return b"".join(b'data: {"response":' + f.data.encode() + b"}\n\n" for f in frames)
+
+
+@pytest.mark.parametrize("sample", GEMINI, ids=repr)
+def test_a_wrapped_upstream_stream_lints_clean(sample):
+    lint = FlowLint("log", "anthropic", "gemini")
+    lint.feed_upstream(_wrap_sse(sample.body), final=True)
+    assert lint.reports == []
+
+
+@pytest.mark.parametrize("sample", [s for s in STREAMS if s.protocol == "anthropic"][:4], ids=repr)
+def test_our_wrapped_output_lints_clean_and_must_stay_wrapped(sample):
+    req = Request(model="m", stream=True, include_usage=True)
+    req.extra[WRAPPED] = True
+    ctx = Context(request=req)
+    tr = StreamTranslator(
+        get_codec(Protocol("anthropic")).stream_decoder(ctx), get_codec(Protocol.GEMINI).stream_encoder(ctx)
+    )
+    out = tr.feed(sample.body) + tr.close()
+    assert out.lstrip().startswith(b'data: {"response":')  # after a keepalive
+    for label, pieces in chunkings(out, seeds=1):
+        lint = StreamLint("gemini", wrapped=True)
+        assert [v for v in (*(lint.feed(p) for p in pieces), lint.close()) if v is not None] == [], label
+    frames, _ = parse_sse(out, strict=True)
+    plain = b"".join(b"data: " + f.data.encode() + b"\n\n" for f in frames[:1])
+    rest = b"".join(b"data: " + f.data.encode() + b"\n\n" for f in frames[1:])
+    unwrapped_second = plain + _unwrap_first(rest)
+    lint = StreamLint("gemini", wrapped=True)
+    v = lint.feed(unwrapped_second) or lint.close()
+    assert v is not None and v.index == 1 and "wrapped" in v.message
+    lint = StreamLint("gemini", wrapped=False)  # a plain client's stream may not be wrapped
+    v = lint.feed(out) or lint.close()
+    assert v is not None and v.index == 0 and "Code Assist" in v.message
+
+
+def _unwrap_first(sse: bytes) -> bytes:
+    head, sep, rest = sse.partition(b"\n\n")
+    inner = json.loads(head.removeprefix(b"data: "))["response"]
+    return b"data: " + json.dumps(inner).encode() + sep + rest

@@ -35,12 +35,14 @@ class FlowLint:
         ours: bool = True,
         ours_array: bool = False,
         upstream_array: bool = False,
+        ours_wrapped: bool = False,
     ) -> None:
-        """``ours_array`` / ``upstream_array``: that side is a Gemini JSON-array stream (no ``alt=sse``)."""
+        """``ours_array`` / ``upstream_array``: that side is a Gemini JSON-array stream (no ``alt=sse``);
+        ``ours_wrapped``: our Gemini events are Code Assist's ``{"response": ...}`` (the upstream's may be)."""
         self.strict = mode == "strict"
         self.client = PROTOCOL_NAMES[client]
         self.upstream = PROTOCOL_NAMES[upstream]
-        self.ours = StreamLint(self.client, strict=True, array=ours_array) if ours else None
+        self.ours = StreamLint(self.client, strict=True, array=ours_array, wrapped=ours_wrapped) if ours else None
         self.theirs: StreamLint | None = StreamLint(self.upstream, strict=False, array=upstream_array)
         self.reports: list[dict[str, Any]] = []
         #: strict mode cut our stream after a violation: nothing more is sent

@@ -235,10 +235,22 @@ def _event(obj: dict[str, Any], acc: _Acc, where: str, last: bool) -> None:
         s.stop_reason = c["finishReason"]
 
 
-def stream_checker(s: Summary, strict: bool = True) -> Checker:
+def _unwrap(obj: Any, wrapped: bool | None, where: str) -> tuple[Any, bool]:
+    """A Code Assist (``v1internal``) event ``{"response": GenerateContentResponse}`` -> (the response, True).
+    ``wrapped``: True, every event but an error must be wrapped; False, none may be; None, either."""
+    if isinstance(obj, dict) and "candidates" not in obj and "error" not in obj and type(obj.get("response")) is dict:
+        need(wrapped is not False, f'{where}: a Code Assist {{"response": ...}} event in a plain Gemini stream')
+        return obj["response"], True
+    if wrapped and isinstance(obj, dict) and "error" not in obj:
+        raise AssertionError(f'{where}: a Code Assist stream\'s events are wrapped as {{"response": ...}}')
+    return obj, False
+
+
+def stream_checker(s: Summary, strict: bool = True, wrapped: bool | None = None) -> Checker:
     """The SSE stream grammar, incremental. An event whose verdict depends on being the last one (usage or
     finishReason in strict mode, an error, a blocked prompt) is held back until the next frame or the end;
-    any other is checked as it comes (and a text-only one may repeat: ``replay``)."""
+    any other is checked as it comes (and a text-only one may repeat: ``replay``). ``wrapped``: the events
+    are Code Assist's ``{"response": ...}`` (True), plain (False) or either (None, the default)."""
     acc = _Acc(strict)
     acc.s = s
     held: Any = None
@@ -249,7 +261,7 @@ def stream_checker(s: Summary, strict: bool = True) -> Checker:
         hot = None
         if f is not None:
             need(f.event is None, f"frame #{f.n}: Gemini events have no event name")
-            obj = f.json()
+            obj, was_wrapped = _unwrap(f.json(), wrapped, f"event #{n + 1}")
         if held is not None:
             if _checked(acc, held, n, f is None):
                 need(f is None, f"event #{n}: nothing may follow an error event")
@@ -263,6 +275,8 @@ def stream_checker(s: Summary, strict: bool = True) -> Checker:
         else:
             _checked(acc, obj, n, False)
             hot = _hot(obj, acc)
+            if hot is not None and was_wrapped:
+                hot = tuple((("response", *path), v, a) for path, v, a in hot)
     _end(acc)
 
 
@@ -335,7 +349,8 @@ def validate_stream(data: bytes, *, strict: bool = True, array: bool = False) ->
     objs = json.loads(data)
     need(isinstance(objs, list), "gemini array stream: a JSON array expected")
     acc = _Acc(strict)
-    for n, obj in enumerate(objs):
+    for n, wrapped_obj in enumerate(objs):
+        obj, _ = _unwrap(wrapped_obj, None, f"event #{n}")
         if _one(acc, obj, n, n == len(objs) - 1):
             need(n == len(objs) - 1, f"event #{n}: nothing may follow an error event")
             return acc.s
@@ -344,7 +359,7 @@ def validate_stream(data: bytes, *, strict: bool = True, array: bool = False) ->
 
 
 def validate_response(body: bytes | str | dict, *, strict: bool = True) -> Summary:
-    obj = load_body(body)
+    obj, _ = _unwrap(load_body(body), None, "response")
     need("error" not in obj, "a response body, not an error")
     acc = _Acc(strict)
     _event(obj, acc, "response", True)

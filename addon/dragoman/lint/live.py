@@ -66,12 +66,18 @@ class Violation:
 class StreamLint:
     """One stream's grammar check, fed bytes as they pass."""
 
-    def __init__(self, protocol: str, *, strict: bool = True, array: bool = False) -> None:
-        """``array``: a Gemini stream written as one JSON array (no ``alt=sse``), not SSE."""
+    def __init__(self, protocol: str, *, strict: bool = True, array: bool = False, wrapped: bool | None = None) -> None:
+        """``array``: a Gemini stream written as one JSON array (no ``alt=sse``), not SSE; ``wrapped``: its
+        events are Code Assist's ``{"response": ...}`` (True), plain (False), either (None)."""
         self.protocol = protocol
         self.strict = strict
         self.violation: Violation | None = None
-        self._checker: Checker | None = _CHECKERS[protocol](_FlatSummary(), strict)
+        summary = _FlatSummary()
+        self._checker: Checker | None = (
+            gemini.stream_checker(summary, strict, wrapped)
+            if protocol == "gemini"
+            else _CHECKERS[protocol](summary, strict)
+        )
         next(self._checker)
         self._decoder = codecs.getincrementaldecoder("utf-8")()
         self._pending = ""  # an incomplete line (or a lone CR that may start a CRLF)

@@ -13,6 +13,7 @@ from dragoman.lint.flow import FlowLint
 from dragoman.lint.flow import describe
 from dragoman.logsafe import logsafe
 from dragoman.mitm.flowstate import FlowState
+from dragoman.protocols.gemini.request_decode import WRAPPED
 
 logger = logging.getLogger(__name__)
 
@@ -22,6 +23,7 @@ def start(state: FlowState, mode: str, ours: bool, ours_array: bool = False, ups
     ``*_array``: that side is a Gemini JSON-array stream, a ``:streamGenerateContent`` without ``alt=sse``)."""
     if mode in ("log", "strict"):
         plan = state.plan
+        req = state.ctx.request
         state.lint = FlowLint(
             mode,
             plan.client.value,
@@ -29,6 +31,7 @@ def start(state: FlowState, mode: str, ours: bool, ours_array: bool = False, ups
             ours=ours and not plan.identity,
             ours_array=ours_array,
             upstream_array=upstream_array,
+            ours_wrapped=bool(req is not None and req.extra.get(WRAPPED)),
         )
 
 
