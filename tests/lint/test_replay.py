@@ -279,3 +279,16 @@ def _lint_tolerant(pieces: list[bytes]):
     lint = StreamLint("responses", strict=False)
     found = [v for v in (*(lint.feed(p) for p in pieces), lint.close()) if v is not None]
     return found[0] if found else None
+
+
+def test_a_cut_off_stream_is_checked_as_far_as_it_went():
+    """``FlowLint.flush`` (the flow failed mid-stream): the gathered bytes are checked, not the end rules."""
+    events, index = _broken("anthropic")["another block's index"]
+    lint = FlowLint("log", "anthropic", "gemini")
+    for e in events[: index + 2]:
+        assert lint.feed_ours(e) is None  # gathered (log mode), not checked yet
+    assert [(r["side"], r["index"]) for r in lint.flush()] == [("ours", index)]
+    good = FlowLint("log", "anthropic", "gemini")
+    for e in _anthropic()[:10]:
+        good.feed_ours(e)
+    assert good.flush() == [] and good.reports == []  # no "ended without message_stop": it was cut off

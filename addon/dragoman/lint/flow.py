@@ -92,6 +92,24 @@ class FlowLint:
             self.ours = None
         return self._report("ours", self.client, v)
 
+    def flush(self) -> list[dict[str, Any]]:
+        """A stream cut off (the connection failed): check the bytes gathered so far (no end-of-stream
+        rule: the stream did not end) -> the new reports."""
+        new: list[dict[str, Any]] = []
+        for side, lint, pending, protocol in (
+            ("upstream", self.theirs, self._up, self.upstream),
+            ("ours", self.ours, self._out, self.client),
+        ):
+            data = b"".join(pending)
+            pending.clear()
+            if lint is not None and data:
+                rep = self._report(side, protocol, lint.feed(data))
+                if rep is not None:
+                    new.append(rep)
+        self._up_n = self._out_n = 0
+        self.theirs = self.ours = None
+        return new
+
     def body(self, side: str, body: bytes, *, error: bool) -> dict[str, Any] | None:
         """A whole JSON body: ours (strict grammar) or the upstream's (tolerant)."""
         protocol = self.client if side == "ours" else self.upstream

@@ -9,6 +9,7 @@ import logging
 
 import pytest
 from mitmproxy import exceptions
+from mitmproxy import flow
 from mitmproxy import http
 from mitmproxy.test import taddons
 
@@ -221,3 +222,20 @@ def test_a_gemini_array_stream_of_ours_is_linted(tctx, addon, monkeypatch):
     assert (rep["side"], rep["protocol"], rep["index"]) == ("ours", "gemini", 0)
     assert b'"error"' in out and b"lint" in out  # strict: our error element ends the array
     assert json.loads(out)[-1]["error"]["message"].startswith("Dragoman lint")
+
+
+def test_log_checks_what_it_gathered_when_the_stream_is_cut_off(tctx, addon, caplog):
+    caplog.set_level(logging.WARNING)
+    tctx.configure(addon, dragoman_target="openai-chat", dragoman_upstream=UPSTREAM, dragoman_lint="log")
+    f = make_flow("anthropic", stream=True)
+    addon.request(f)
+    f.response = http.Response.make(200, b"", {"content-type": "text/event-stream"})
+    f.response.raw_content = None
+    addon.responseheaders(f)
+    for ev in [EVENTS[0], b'data: {"choices": "no"}\n\n']:
+        f.response.stream(ev)
+    assert not [r for r in caplog.records if "lint:" in r.getMessage()]  # gathered, not checked yet
+    f.error = flow.Error("connection reset")
+    addon.error(f)
+    lines = [r.getMessage() for r in caplog.records if "lint:" in r.getMessage()]
+    assert len(lines) == 1 and "upstream (chat)" in lines[0] and "event #1" in lines[0]

@@ -60,6 +60,14 @@ def on_stream(flow_id: str, state: FlowState, upstream: bytes, out: bytes, final
         return out
 
 
+def on_abort(flow_id: str, state: FlowState) -> None:
+    """The flow failed mid-stream: lint what ``log`` mode gathered but had not checked yet."""
+    lint: FlowLint | None = state.lint
+    if lint is not None:
+        for rep in lint.flush():
+            _log(flow_id, rep)
+
+
 def on_body(
     flow_id: str, state: FlowState, upstream: bytes, upstream_ok: bool, out: bytes, ok: bool
 ) -> dict[str, Any] | None:
