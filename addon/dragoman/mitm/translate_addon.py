@@ -16,6 +16,7 @@ Options are declared in ``options``; routes and key pools live in ``routing`` (s
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable
 
 from mitmproxy import ctx
 from mitmproxy import http
@@ -35,6 +36,7 @@ from dragoman.mitm.guards import lint
 from dragoman.mitm.guards.client_auth import CLIENT_METADATA_KEY
 from dragoman.mitm.outbound import client_key
 from dragoman.mitm.relay.exchange import RoutedExchange
+from dragoman.mitm.relay.relay import RelayJob
 from dragoman.mitm.relay.upstream_http import Trust
 from dragoman.mitm.route_state import log_placeholders
 from dragoman.mitm.translate_config import TranslateConfig
@@ -77,30 +79,30 @@ class Translate(TranslateConfig):
 
     # -- request
 
-    def request(self, flow: http.HTTPFlow) -> None:
+    def request(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
         # the Replayer sets the recorded upstream's protocol per flow
         override = flow.metadata.get(TARGET_OVERRIDE_KEY)
         config = self.routing.config
         if config is None and not override:
-            return
+            return None
         if flow.response is not None or flow.error is not None or flow.is_replay:
-            return
+            return None
         if not self._matches(flow):
-            return
+            return None
         client = detect(flow.request.path)
         if client is None:
-            return
+            return None
         try:
             cr = decode_client_request(
                 flow.request.get_content(strict=False) or b"", client, self.keep_images, flow.request.path
             )
         except TranslationError as e:
             self._reject(flow, client, e.to_error_info())
-            return
+            return None
         except Exception as e:  # noqa: BLE001 - a codec bug must not reach the upstream or kill the flow
             logger.exception("flow %s: request translation failed", flow.id)
             self._reject(flow, client, _internal(f"Dragoman failed to translate the request: {type(e).__name__}"))
-            return
+            return None
         if override:
             route, candidates = "", [Candidate(Upstream("replay", Protocol(override), None), cr.client_model)]
         else:
@@ -108,13 +110,13 @@ class Translate(TranslateConfig):
             found = self.routing.router.route(cr.client_model)
             if found is None:
                 self._reject(flow, client, self._no_route(cr.client_model))
-                return
+                return None
             route, candidates = found.match, self.routing.router.candidates(found, cr.client_model)
             if client is Protocol.OPENAI_RESPONSES:  # previous_response_id, and what storing the answer needs
                 prepared = self.responses.prepare(flow, cr, candidates, self.routed)
                 if isinstance(prepared, ErrorInfo):
                     self._reject(flow, client, prepared)
-                    return
+                    return None
                 cr = prepared
         if all(c.upstream.protocol is not client for c in candidates):
             # every attempt is translated: the client's bytes are not needed any more, so a large body is
@@ -134,14 +136,16 @@ class Translate(TranslateConfig):
                 self._reject(
                     flow, client, _internal("Dragoman's relay is not running (failover needs mitmproxy running)")
                 )
-                return
+                return None
             self._direct(flow, client, cr, route, candidates[0])
         else:
-            # Everything else goes through the relay, even with a single attempt: it reads whole answers in
-            # full (a dropped or refused upstream becomes a JSON 502 in the client's protocol) and ends a
-            # failed stream cleanly, so the client's protocol error event reaches it over TLS and HTTP/2 too;
-            # mitmproxy's own forwarding gives an HTML 502 and cuts the stream there.
-            self._relayed(flow, client, cr, route, candidates)
+            # Everything else runs the relay's attempts, even with a single attempt: they read whole answers in
+            # full (a dropped or refused upstream becomes a JSON 502 in the client's protocol) — in this hook,
+            # for a request that is not streamed — and a stream goes through the relay's loopback server,
+            # which ends a failed stream cleanly, so the client's protocol error event reaches it over TLS and
+            # HTTP/2 too; mitmproxy's own forwarding gives an HTML 502 and cuts the stream there.
+            return self._relayed(flow, client, cr, route, candidates)
+        return None
 
     def _new_context(self, up: Upstream, flow: http.HTTPFlow, model: str) -> Context:
         config = self.routing.config
@@ -199,7 +203,7 @@ class Translate(TranslateConfig):
 
     def _relayed(
         self, flow: http.HTTPFlow, client: Protocol, cr: ClientRequest, route: str, candidates: list[Candidate]
-    ) -> None:
+    ) -> Awaitable[None] | None:
         """Several possible attempts: the relay tries them in order until one answers (see ``relay``)."""
         config = self.routing.config
         assert config is not None
@@ -217,6 +221,13 @@ class Translate(TranslateConfig):
         )
         self.relay.keys = self.keys
         token = self.gate.held.token(flow)
+        if token is None and not cr.stream:
+            # a whole answer: the attempts run in this hook and their answer becomes the flow's response (no
+            # loopback hop; mitmproxy never connects upstream for this flow)
+            self.flows.put(flow.id, state)
+            outbound.pop_credential_headers(flow.request.headers)  # the job holds what each attempt sends
+            flow.metadata[METADATA_KEY] = state.metadata()
+            return self._answer_whole(flow, state, job)
         if token is not None:
             self.relay.jobs[token] = job
             state.relay_token = token
@@ -232,6 +243,20 @@ class Translate(TranslateConfig):
         # body does not travel to it (no copy of a large body in mitmproxy's transport, no loopback transfer)
         req.headers.pop("content-encoding", None)
         req.content = b""
+        flow.metadata[METADATA_KEY] = state.metadata()
+        return None
+
+    async def _answer_whole(self, flow: http.HTTPFlow, state: FlowState, job: RelayJob) -> None:
+        try:
+            answer = await self.relay.whole_answer(job)
+        except Exception:  # noqa: BLE001 - a bug must not leave the flow to be forwarded unanswered
+            logger.exception("flow %s: running the upstream attempts failed", flow.id)
+            answer = job.error_answer(502, "Dragoman failed to run the upstream attempts", None)
+        headers = http.Headers([(k.encode("latin-1"), v.encode("latin-1")) for k, v in answer.headers])
+        resp = http.Response.make(answer.status, b"", headers)
+        resp.raw_content = answer.body  # as the upstream sent it: the response hook decodes and translates
+        resp.headers["content-length"] = str(len(answer.body))
+        flow.response = resp
         flow.metadata[METADATA_KEY] = state.metadata()
 
     # -- response

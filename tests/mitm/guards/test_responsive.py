@@ -194,3 +194,62 @@ def test_done_takes_the_filter_off(addon):
     a.running()
     a.done()
     assert len(_legacy_records(tctx, "dragoman.x")) == 1
+
+
+def _backlog(port: int) -> int | None:
+    """The listening socket's backlog as the kernel reports it (``ss``: Send-Q of a LISTEN socket)."""
+    import shutil
+    import subprocess
+
+    if shutil.which("ss") is None:
+        pytest.skip("ss (iproute2) is not installed: the backlog cannot be read")
+    out = subprocess.run(["ss", "-ltnH", f"sport = :{port}"], capture_output=True, text=True).stdout.split()
+    return int(out[2]) if len(out) > 2 else None
+
+
+class _Instance:
+    def __init__(self, servers) -> None:
+        self._servers = servers
+
+
+class _ProxyAddons:
+    def __init__(self, instances) -> None:
+        self.instances = instances
+
+    def get(self, name):
+        return type("P", (), {"servers": self.instances})() if name == "proxyserver" else None
+
+
+def test_widen_backlogs_listens_again_with_the_larger_backlog():
+    somaxconn = int(open("/proc/sys/net/core/somaxconn").read())
+
+    async def main():
+        srv = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
+        port = srv.sockets[0].getsockname()[1]
+        try:
+            before = _backlog(port)
+            n = responsive.widen_backlogs(_ProxyAddons([_Instance([srv]), _Instance([object()]), object()]), 2000)
+            return before, n, _backlog(port)
+        finally:
+            srv.close()
+
+    before, n, after = asyncio.run(main())
+    assert before == 100  # asyncio's default, what mitmproxy listens with
+    assert n == 1
+    assert after == min(2000, somaxconn)
+
+
+def test_widen_backlogs_leaves_a_changed_api_alone():
+    class Broken:
+        def get(self, name):
+            raise RuntimeError("no such addon manager")
+
+    assert responsive.widen_backlogs(Broken(), 4096) == 0
+    assert responsive.widen_backlogs(_ProxyAddons(None), 4096) == 0
+
+
+def test_a_negative_backlog_names_the_option(addon):
+    a, tctx = addon
+    assert tctx.options.dragoman_listen_backlog == responsive.LISTEN_BACKLOG_DEFAULT
+    with pytest.raises(exceptions.OptionsError, match="dragoman_listen_backlog"):
+        tctx.configure(a, dragoman_listen_backlog=-1)

@@ -26,6 +26,14 @@ a request on another connection needs several loop turns: with a 300,000-event s
   event store and any ``logging`` handler still get every record; the check is redone whenever an addon is
   registered (a script that defines ``add_log`` gets Dragoman's records again).
 
+* ``dragoman_listen_backlog`` (default 4096): mitmproxy listens with asyncio's default backlog of 100 pending
+  connections. When more clients connect at once (an agent starting 500 sub-agent streams, issue 31's burst),
+  the kernel drops the SYNs beyond it and those clients retry after 1, 2, 4 s: another client's small request
+  waited 7-10 s in the burst bench, for Dragoman and the pass-through alike, every wait a SYN retry
+  (``nstat TcpExtListenOverflows``). Once mitmproxy's servers listen (at ``running``, and after a change of
+  ``mode``/``listen_host``/``listen_port``), each TCP listening socket is given the larger backlog (``listen``
+  again on the same socket; the kernel caps it at ``net.core.somaxconn``). ``0`` keeps mitmproxy's.
+
 Measured with ``make bench-record`` (``bench/README.md``). Both are undone in ``done`` (a test harness, a
 script reload). The transport attribute is asyncio's own (the same since Python 3.4, in 3.11 and 3.12);
 where a loop has no such attribute (another event loop implementation), nothing is set and the log says so.
@@ -33,9 +41,12 @@ where a loop has no such attribute (another event loop implementation), nothing 
 
 from __future__ import annotations
 
+import asyncio
 import asyncio.selector_events
 import gc
 import logging
+import os
+import socket
 from typing import Any
 
 from mitmproxy import ctx
@@ -58,6 +69,11 @@ _LEVELS = {
     "debug": logging.DEBUG,
 }
 _VERBOSITY_OPTIONS = ("termlog_verbosity", "console_eventlog_verbosity")
+LISTEN_BACKLOG_DEFAULT = 4096
+#: how many times (0.1 s apart) the listening sockets are widened after mitmproxy's servers (re)start
+WIDEN_TRIES = 50
+#: mitmproxy's options that restart its servers (their sockets then listen with asyncio's default again)
+_SERVER_OPTIONS = frozenset({"mode", "listen_host", "listen_port", "server"})
 DRAGOMAN_LOGGER = logging.getLogger("dragoman")
 
 
@@ -94,6 +110,36 @@ class QuietLegacyLog(logging.Filter):
         return self._heard
 
 
+def widen_backlogs(addons: Any, backlog: int) -> int:
+    """``listen(backlog)`` again on every TCP listening socket of mitmproxy's servers; how many were widened.
+
+    The servers are mitmproxy's (``proxyserver.servers``, each asyncio server's ``sockets``): internal API, the
+    same in 11.0.2 and 12.x; anything else (a WireGuard or DNS server, a changed API) is left alone."""
+    try:
+        instances = list(getattr(addons.get("proxyserver"), "servers", None) or ())
+    except Exception:  # noqa: BLE001 - an internal API: when in doubt, leave mitmproxy's servers alone
+        return 0
+    widened = 0
+    for instance in instances:
+        for server in getattr(instance, "_servers", None) or ():
+            if not isinstance(server, asyncio.Server):
+                continue
+            for tsock in server.sockets:
+                try:
+                    sock = socket.socket(fileno=os.dup(tsock.fileno()))  # the same socket, its own descriptor
+                except OSError:
+                    continue
+                try:
+                    if sock.type == socket.SOCK_STREAM:
+                        sock.listen(backlog)
+                        widened += 1
+                except OSError as e:
+                    logger.debug("dragoman_listen_backlog: %s: %s", tsock.getsockname(), e)
+                finally:
+                    sock.close()
+    return widened
+
+
 def read_size(value: str) -> int:
     """``dragoman_read_size`` in bytes (0: asyncio's default); ``OptionsError`` when it is not a size."""
     text = value.strip()
@@ -117,6 +163,8 @@ class Responsive:
         self._frozen = False
         self._log_level: int | None = None  # the ``dragoman`` logger's level before Dragoman set it
         self._quiet: tuple[logging.Handler, QuietLegacyLog] | None = None
+        self._running = False
+        self._widening: asyncio.Task[None] | None = None
 
     def load(self, loader: Any) -> None:
         loader.add_option(
@@ -127,8 +175,23 @@ class Responsive:
             "other flows answered while a fast stream is translated (16k: about 90 SSE events per turn); larger "
             "costs a little less CPU per byte. 0: asyncio's default (256k).",
         )
+        loader.add_option(
+            "dragoman_listen_backlog",
+            int,
+            LISTEN_BACKLOG_DEFAULT,
+            "Connections the kernel queues for mitmproxy's listening sockets before they are accepted (capped by "
+            "net.core.somaxconn). Beyond it, clients connecting at once wait for SYN retries (1, 2, 4 s). "
+            "0: mitmproxy's own (100).",
+        )
 
     def configure(self, updated: set[str]) -> None:
+        if "dragoman_listen_backlog" in updated and ctx.options.dragoman_listen_backlog < 0:
+            raise exceptions.OptionsError(
+                f"Invalid dragoman_listen_backlog {ctx.options.dragoman_listen_backlog}: give a number of "
+                "connections >= 1, or 0 for mitmproxy's own backlog"
+            )
+        if self._running and updated & (_SERVER_OPTIONS | {"dragoman_listen_backlog"}):
+            self._widen_soon()
         if updated.intersection(_VERBOSITY_OPTIONS):
             self._follow_verbosity()
         if "dragoman_read_size" not in updated:
@@ -149,7 +212,31 @@ class Responsive:
             self._log_level = DRAGOMAN_LOGGER.level
         DRAGOMAN_LOGGER.setLevel(level)
 
+    def _widen_soon(self) -> None:
+        """Once mitmproxy's servers listen (they start or restart asynchronously), widen their backlogs."""
+        backlog = ctx.options.dragoman_listen_backlog
+        if backlog <= 0:
+            return
+        if self._widening is not None:
+            self._widening.cancel()
+        try:
+            self._widening = asyncio.get_running_loop().create_task(self._widen(backlog), name="dragoman-backlog")
+        except RuntimeError:  # no running loop (a test harness)
+            self._widening = None
+
+    async def _widen(self, backlog: int) -> None:
+        addons = ctx.master.addons
+        # mitmproxy starts (or restarts) its servers asynchronously, after this hook: widen what listens now and
+        # again for a few seconds (a few system calls each time; a socket widened twice is unchanged)
+        widened = 0
+        for _ in range(WIDEN_TRIES):
+            widened = widen_backlogs(addons, backlog)
+            await asyncio.sleep(0.1)
+        logger.debug("listening sockets given a backlog of %d: %d", backlog, widened)
+
     def running(self) -> None:
+        self._running = True
+        self._widen_soon()
         legacy = getattr(getattr(ctx, "master", None), "_legacy_log_events", None)
         if self._quiet is None and isinstance(legacy, logging.Handler):
             quiet = QuietLegacyLog(ctx.master.addons)
@@ -162,6 +249,10 @@ class Responsive:
             logger.debug("start-up objects frozen out of the garbage collector: %d", gc.get_freeze_count())
 
     def done(self) -> None:
+        self._running = False
+        if self._widening is not None:
+            self._widening.cancel()
+            self._widening = None
         if self._quiet is not None:
             self._quiet[0].removeFilter(self._quiet[1])
             self._quiet = None

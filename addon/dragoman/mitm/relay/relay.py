@@ -13,6 +13,10 @@ early end, ``idle_timeout`` without a byte) the relay ends its own body cleanly 
 in the job, so the stream callable closes the client's stream with one error event in the client's
 protocol, whatever the client's transport (HTTP/1.1, TLS, HTTP/2). A whole (JSON) answer is read in full
 before its headers leave, so a failure there becomes a clean 502 error body.
+
+A request that is not streamed needs no loopback hop at all: ``whole_answer`` runs the same attempts in the
+addon's ``request`` hook and returns the answer, which the addon sets as the flow's response (mitmproxy then
+never connects upstream for it). Only streamed answers, and bodies held by the gate, go through the server.
 """
 
 from __future__ import annotations
@@ -63,7 +67,8 @@ class Prepared:
 
 @dataclass(slots=True)
 class Failure:
-    """The answer the client gets (translated by the addon) when no attempt succeeded."""
+    """An answer read whole (translated by the addon): the one the client gets when no attempt succeeded, or
+    the 2xx answer of a request that is not streamed (``whole_answer``)."""
 
     status: int
     headers: list[tuple[str, str]]
@@ -168,6 +173,32 @@ class Relay:
             writer.close()
 
     async def _run(self, job: RelayJob, writer: asyncio.StreamWriter) -> None:
+        resp, failure = await self.attempt(job)
+        if resp is not None:
+            await self._deliver(job, resp, writer)
+        else:
+            assert failure is not None
+            await _send_whole(writer, failure.status, failure.headers, failure.body)
+
+    async def whole_answer(self, job: RelayJob) -> Failure:
+        """A job whose answer is read whole (a request that is not streamed), run in the caller's task: the
+        answer of the first attempt that answered, or the failure to send, as status, headers, body (no
+        loopback hop: the addon sets it as the flow's response; issue 31)."""
+        try:
+            resp, failure = await self.attempt(job)
+            if resp is None:
+                assert failure is not None
+                return failure
+            try:
+                return await self._read_whole(job, resp)
+            finally:
+                resp.close()
+        finally:
+            job.done.set()
+
+    async def attempt(self, job: RelayJob) -> tuple[UpstreamResponse | None, Failure | None]:
+        """Try the job's attempts in order: the open answer of the first that answered 2xx (the job committed to
+        it), or the answer to send when none did."""
         attempts = job.attempts
         last: Attempt | None = None
         failure: Failure | None = None
@@ -202,8 +233,7 @@ class Relay:
                 attempts.succeeded(att, job.clock(), resp.status)
                 self._log_attempt(job, att, resp.status, None, "")
                 job.commit(att)
-                await self._deliver(job, resp, writer)
-                return
+                return resp, None
             body = await resp.read(ERROR_BODY_LIMIT)
             resp.close()
             cls = classify(resp.status, body)
@@ -215,9 +245,7 @@ class Relay:
             if cls is ErrorClass.REQUEST:
                 break
         job.commit(last)
-        if failure is None:
-            failure = self._no_answer(job, last)
-        await _send_whole(writer, failure.status, failure.headers, failure.body)
+        return None, failure if failure is not None else self._no_answer(job, last)
 
     def _no_answer(self, job: RelayJob, last: Attempt | None) -> Failure:
         attempts = job.attempts
@@ -266,6 +294,11 @@ class Relay:
             resp.close()
 
     async def _deliver_whole(self, job: RelayJob, resp: UpstreamResponse, writer: asyncio.StreamWriter) -> None:
+        answer = await self._read_whole(job, resp)
+        await _send_whole(writer, answer.status, answer.headers, answer.body)
+
+    async def _read_whole(self, job: RelayJob, resp: UpstreamResponse) -> Failure:
+        """The whole body of an answer (bounded, each piece within the idle timeout), or the error to send."""
         out = bytearray()
         try:
             while (chunk := await _next(resp, job.idle_timeout)) is not None:
@@ -273,18 +306,14 @@ class Relay:
                 if len(out) > WHOLE_BODY_LIMIT:
                     raise ConnectionError(f"answer larger than {WHOLE_BODY_LIMIT} bytes")
         except TimeoutError:
-            failure = job.error_answer(
+            return job.error_answer(
                 504,
                 f"upstream sent nothing for {job.idle_timeout:g} s mid-answer (dragoman_idle_timeout); connection closed",
                 None,
             )
-            await _send_whole(writer, failure.status, failure.headers, failure.body)
-            return
         except (ConnectionError, OSError) as e:
-            failure = job.error_answer(502, f"upstream connection failed mid-answer: {e}", None)
-            await _send_whole(writer, failure.status, failure.headers, failure.body)
-            return
-        await _send_whole(writer, resp.status, _pass_headers(resp.headers), bytes(out))
+            return job.error_answer(502, f"upstream connection failed mid-answer: {e}", None)
+        return Failure(resp.status, _pass_headers(resp.headers), bytes(out))
 
     async def _deliver_stream(self, job: RelayJob, resp: UpstreamResponse, writer: asyncio.StreamWriter) -> None:
         headers = [*_pass_headers(resp.headers), ("transfer-encoding", "chunked")]
