@@ -53,12 +53,30 @@ def test_json_over_the_shipped_recordings(capsys):
     check_golden("inspect-recordings.json", out)
 
 
-@pytest.mark.parametrize("n", [12, 19])
+@pytest.mark.parametrize("n", [12, 15, 19])
 def test_one_exchange_in_full(capsys, n):
     code, out, _ = run(capsys, "recordings", "-e", str(n))
     assert code == 0
     assert all(len(line) <= 80 for line in out.splitlines() if not line.startswith("  file: "))
     check_golden(f"inspect-exchange-{n}.txt", out)
+
+
+def test_one_exchange_two_sides_stacked_and_side_by_side(capsys):
+    """Exchange 15 (a Chat stream broken mid-way, translated for an Anthropic client): the Anthropic side
+    reports usage 0/0 where the Chat upstream reported none, a difference marked in both layouts."""
+    _, narrow, _ = run(capsys, "recordings", "-e", "15")
+    assert "the answer on both sides (!= marks where they differ: usage):" in narrow
+    assert "!= usage:\n     upstream sent (openai-chat): none\n     client got (anthropic): in 0, out 0\n" in narrow
+    assert "   text: Hello from\n" in narrow  # a row both sides agree on is shown once
+    code, wide, _ = run(capsys, "recordings", "-e", "15", "--width", "120")
+    assert code == 0 and all(len(line) <= 120 for line in wide.splitlines() if not line.startswith("  file: "))
+    rows = {line[3:15].strip(): line for line in wide.splitlines() if line[3:15].strip() in ("text", "usage")}
+    assert rows["text"].startswith("   ") and rows["text"][15:].split(" | ") == ["Hello from".ljust(51), "Hello from"]
+    assert rows["usage"].startswith("!= ") and [v.strip() for v in rows["usage"][15:].split(" | ")] == [
+        "none",
+        "in 0, out 0",
+    ]
+    check_golden("inspect-exchange-15-wide.txt", wide)
 
 
 def test_one_exchange_as_json_has_both_sides_and_the_report(capsys):

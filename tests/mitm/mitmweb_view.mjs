@@ -15,14 +15,14 @@ const browser = await driver.launch({
     "--disable-background-networking", "--disable-component-update", "--disable-sync"],
 });
 try {
-  const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+  const page = await browser.newPage({ viewport: { width: 1800, height: 900 } });
   page.setDefaultTimeout(15000);
   await page.goto(url);
   const row = page.locator(".flow-table tbody tr", { hasText: pathPart }).first();
   await row.click();
   const tab = (name) => page.locator(".flow-detail nav.nav-tabs a", { hasText: name }).first();
   await tab(/^Response$/).click();
-  const answer = page.locator(".flow-detail", { hasText: "answer assembled from the upstream" });
+  const answer = page.locator(".flow-detail", { hasText: "the answer on both sides" });
   await answer.getByText("lossiness report").first().waitFor();
   await page.screenshot({ path: shot, fullPage: false });
   const response = await answer.innerText();

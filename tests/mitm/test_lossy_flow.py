@@ -130,3 +130,16 @@ def test_the_recording_carries_the_report(tmp_path):
     paths = [e["path"] for e in ex.lossy]
     assert sorted(paths) == ["message_start.usage.input_tokens", "metadata.tier", "top_k"]
     assert ex.dropped == paths
+
+
+def test_the_log_line_names_each_field_once_with_indexes_collapsed(tctx, addon, caplog):
+    """30 tools with a cache hint: 30 indexed entries in the metadata and the header, one name in the log."""
+    caplog.set_level(logging.INFO)
+    tool = {"description": "d", "input_schema": {"type": "object"}, "cache_control": {"type": "ephemeral"}}
+    body = {**BODIES["anthropic"], "tools": [{**tool, "name": f"t{i}"} for i in range(30)]}
+    f = whole(tctx, addon, "anthropic", "openai-chat", body, CHAT_REPLY)
+    paths = [e["path"] for e in f.metadata[METADATA_KEY]["lossy"]]
+    assert paths == [f"tools[{i}].cache_control" for i in range(30)]
+    assert f.response.headers[LOSSY_HEADER] == "30"
+    lines = [r.getMessage() for r in caplog.records if "lossy translation" in r.getMessage()]
+    assert lines == [f"flow {f.id}: lossy translation, 30 not carried as sent (dropped: tools[].cache_control)"]

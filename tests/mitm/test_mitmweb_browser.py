@@ -13,6 +13,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -135,11 +136,13 @@ def test_mitmweb_shows_the_dragoman_view_of_a_translated_stream(tmp_path: Path) 
     seen = json.loads(run.stdout.strip().splitlines()[-1])
     text = seen["response"]  # the Dragoman view, chosen automatically (the test never touches the view menu)
     assert "Dragoman: anthropic client -> openai-chat upstream" in text
-    assert "answer assembled from the upstream's stream (openai-chat" in text
-    assert "Let me think about this." in text  # thinking
-    assert "Checking the weather in Paris." in text  # the assembled text
-    assert "tool call get_weather (call_weather_1)" in text and '{"city": "Paris"}' in text
-    assert "stop: tool_use" in text
+    # both sides, in two columns: the upstream's stream and the client's, read back as it left
+    assert "the answer on both sides" in text
+    assert "upstream sent (openai-chat, " in text and "client got (anthropic, " in text
+    assert text.count("Let me think about this.") == 2  # thinking
+    assert text.count("Checking the weather in Paris.") == 2  # the assembled text
+    assert text.count('get_weather {"city": "Paris"}') == 2 and text.count("call_weather_1") == 2
+    assert re.search(r"stop\s+tool_use\s+\|\s+tool_use", text)
     assert "message_start.usage.input_tokens" in text  # a lossiness entry (estimated input tokens)
     assert "lossiness report (0)" not in text
     assert shot.stat().st_size > 10_000

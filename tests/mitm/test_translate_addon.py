@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 
@@ -659,3 +660,60 @@ def test_which_flows_go_through_the_relay(tctx, addon, stream, tls, http2, relay
         addon.relay.forget(state.relay_token)
     else:
         assert (f.request.host, f.request.port) == ("upstream.example", 9) and state.relay_token is None
+
+
+def _routed_whole_flow(tctx, addon):
+    tctx.configure(addon, dragoman_target="openai-chat", dragoman_upstream="http://upstream.example:9/v1")
+    addon.relay.port = 4321  # as if running
+    f = make_flow("anthropic", stream=False)
+    f.client_conn.tls = True  # a TLS client's whole answer: the attempts run in the request hook
+    pending = addon.request(f)
+    assert pending is not None and f.response is None
+    return f, pending
+
+
+def test_a_whole_answer_run_in_the_hook_becomes_the_response_and_is_translated(tctx, addon, monkeypatch):
+    from dragoman.mitm.relay.relay import Failure
+
+    chat = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "m",
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": "from the hook"}, "finish_reason": "stop"}
+        ],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5},
+    }
+    seen = []
+
+    async def whole_answer(job):
+        seen.append(job.flow_id)
+        return Failure(
+            200, [("content-type", "application/json"), ("x-request-id", "req-9")], json.dumps(chat).encode()
+        )
+
+    monkeypatch.setattr(addon.relay, "whole_answer", whole_answer)
+    f, pending = _routed_whole_flow(tctx, addon)
+    asyncio.run(pending)
+    assert seen == [f.id]
+    assert f.response is not None and f.response.status_code == 200
+    assert f.response.headers["content-length"] == str(len(f.response.raw_content))
+    addon.responseheaders(f)
+    addon.response(f)
+    body = json.loads(f.response.content)
+    assert body["type"] == "message" and body["content"][0]["text"] == "from the hook"
+
+
+def test_a_failure_while_running_the_attempts_is_a_502_in_the_client_protocol(tctx, addon, monkeypatch):
+    async def whole_answer(job):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(addon.relay, "whole_answer", whole_answer)
+    f, pending = _routed_whole_flow(tctx, addon)
+    asyncio.run(pending)
+    assert f.response is not None and f.response.status_code == 502
+    addon.responseheaders(f)
+    addon.response(f)
+    body = json.loads(f.response.content)
+    assert body["type"] == "error" and "failed to run the upstream attempts" in body["error"]["message"]

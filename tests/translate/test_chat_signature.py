@@ -193,7 +193,7 @@ def test_plain_chat_turn_is_unchanged():
     assert _assistant_content(req) == [
         {"type": "tool_use", "id": "toolu_1", "name": "get_capital", "input": {"c": "FR"}}
     ]
-    assert "thinking_without_signature" in ctx.dropped.fields
+    assert "messages[1].thinking_without_signature" in ctx.dropped.fields
     assert (
         "thinking" not in req and "thinking.tool_loop_without_signature" in ctx.dropped.fields
     )  # goes without thinking rather than a 400
@@ -217,4 +217,4 @@ def test_another_providers_signature_is_not_sent_to_anthropic():
     ctx = Context()
     req = next_request(assistant, ctx)
     assert [b["type"] for b in _assistant_content(req)] == ["tool_use"]
-    assert "gemini-sig" not in json.dumps(req) and "thinking_without_signature" in ctx.dropped.fields
+    assert "gemini-sig" not in json.dumps(req) and "messages[1].thinking_without_signature" in ctx.dropped.fields

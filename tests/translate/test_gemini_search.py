@@ -334,7 +334,7 @@ def test_search_history_to_gemini_as_text():
     body = json.loads(encode_upstream_request(cr, Plan(A, G), ctx, "m"))
     texts = [p.get("text") for p in body["contents"][1]["parts"]]
     assert texts == [f"[web search: EM 2024]\n- UEFA <{SOURCES[0][0]}>", "Spanien."]
-    assert {"web_search_call(as_text)", "citations"} <= set(ctx.dropped.fields)
+    assert {"messages[1].web_search_call(as_text)", "messages[1].citations"} <= set(ctx.dropped.fields)
 
 
 # ---------------------------------------------------------------- byte offsets

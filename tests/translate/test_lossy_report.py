@@ -9,6 +9,8 @@ and a reason; a plain answer gives an empty one. Streams run over every chunking
 
 from __future__ import annotations
 
+import re
+
 import orjson
 import pytest
 
@@ -19,6 +21,7 @@ from dragoman.ir.lossy import APPROXIMATED
 from dragoman.ir.lossy import DROPPED
 from dragoman.ir.lossy import INVENTED
 from dragoman.ir.lossy import LossReport
+from dragoman.ir.lossy import collapse
 from dragoman.ir.request import Request
 from dragoman.protocols import Protocol
 from dragoman.protocols import profiles
@@ -134,18 +137,29 @@ LOSSY = {
     (A, C): (
         _A_LOSSY,
         {
-            "cache_control",
+            "system[0].cache_control",
+            "tools[0].cache_control",
             "context_management",
             "output_config.task_budget",
             "betas",
             "top_k",
-            "thinking.signature",
-            "redacted_thinking",
-            "tool_result.is_error",
-            "tools.builtin",
+            "messages[1].thinking.signature",
+            "messages[1].redacted_thinking",
+            "messages[2].tool_result.is_error",
+            "tools[1].builtin",
         },
     ),
-    (A, R): (_A_LOSSY, {"cache_control", "context_management", "betas", "top_k", "thinking"}),
+    (A, R): (
+        _A_LOSSY,
+        {
+            "system[0].cache_control",
+            "tools[0].cache_control",
+            "context_management",
+            "betas",
+            "top_k",
+            "messages[1].thinking",
+        },
+    ),
     (C, A): (_C_LOSSY, {"logprobs", "seed", "presence_penalty", "logit_bias", "service_tier", "store", "metadata"}),
     (C, R): (_C_LOSSY, {"logprobs", "seed", "presence_penalty", "logit_bias"}),
     (R, A): (
@@ -188,9 +202,129 @@ def test_same_protocol_gives_an_empty_report(proto):
 def test_reasons_name_why():
     report = _request_report(A, C, _A_LOSSY)
     by_path = {e.path: e for e in report.entries}
-    assert by_path["cache_control"].reason == "the target protocol has no cache hints"
+    assert by_path["system[0].cache_control"].reason == "the target protocol has no cache hints"
+    assert by_path["tools[0].cache_control"].reason == "the target protocol has no cache hints"
     assert by_path["top_k"].reason == "the target protocol has no top_k sampling"
-    assert "server tools" in by_path["tools.builtin"].reason
+    assert "server tools" in by_path["tools[1].builtin"].reason
+    assert by_path["messages[2].tool_result.is_error"].reason == "the target protocol has no error flag on tool results"
+
+
+# ---------------------------------------------------------------- indexed paths, all 12 directions
+
+G = Protocol.GEMINI
+_C_INDEXED = {
+    **FAITHFUL[C],
+    "messages": [
+        {"role": "system", "content": "Be brief."},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "time?"},
+                {"type": "input_audio", "input_audio": {"data": "AAAA", "format": "wav"}},
+            ],
+        },
+        {
+            "role": "assistant",
+            "content": None,
+            "reasoning_content": "hm",
+            "tool_calls": FAITHFUL[C]["messages"][2]["tool_calls"],
+        },
+        {"role": "tool", "tool_call_id": "call_1", "content": "noon"},
+    ],
+}
+_R_INDEXED = {
+    **FAITHFUL[R],
+    "input": [
+        {
+            "role": "user",
+            "content": [
+                {"type": "input_text", "text": "time?"},
+                {"type": "input_audio", "input_audio": {"data": "AAAA", "format": "wav"}},
+            ],
+        },
+        {
+            "type": "reasoning",
+            "id": "rs_1",
+            "summary": [{"type": "summary_text", "text": "hm"}],
+            "encrypted_content": "E",
+        },
+        *FAITHFUL[R]["input"][1:],
+        {"type": "item_reference", "id": "msg_0"},
+    ],
+}
+_G_INDEXED = {
+    "contents": [
+        {"role": "user", "parts": [{"text": "time?"}, {"executableCode": {"language": "PYTHON", "code": "1"}}]},
+        {
+            "role": "model",
+            "parts": [{"text": "hm", "thought": True}, {"functionCall": {"name": "get_time", "args": {}}}],
+        },
+        {"role": "user", "parts": [{"functionResponse": {"name": "get_time", "response": {"r": "noon"}}}]},
+    ],
+    "tools": [{"functionDeclarations": [{"name": "get_time", "description": "now"}]}],
+}
+INDEXED_BODIES = {A: _A_LOSSY, C: _C_INDEXED, R: _R_INDEXED, G: _G_INDEXED}
+_A_ALL = ["system[0].cache_control", "tools[0].cache_control"]
+_R_ALL = ["input[0].content[1].input_audio", "input[4].item_reference"]
+#: (client, upstream) -> every entry whose path has an index: each list item named by its place in the
+#: client's request (a decoder's list, or the turn an encoder was encoding)
+INDEXED = {
+    (A, C): [
+        *_A_ALL,
+        "messages[1].thinking.signature",
+        "messages[1].redacted_thinking",
+        "messages[2].tool_result.is_error",
+        "tools[1].builtin",
+    ],
+    (A, R): [*_A_ALL, "messages[1].thinking", "messages[2].tool_result.is_error", "tools[1].code_execution"],
+    (A, G): [*_A_ALL, "messages[1].thinking.signature", "tools[1].code_execution"],
+    (C, A): ["messages[1].content[1].input_audio", "messages[2].thinking_without_signature"],
+    (C, R): ["messages[1].content[1].input_audio", "messages[2].thinking"],
+    (C, G): ["messages[1].content[1].input_audio"],
+    (R, A): [*_R_ALL, "input[1].thinking_without_signature"],
+    (R, C): [*_R_ALL, "input[1].reasoning.encrypted_content"],
+    (R, G): [*_R_ALL, "input[1].thinking.signature"],
+    (G, A): ["contents[0].parts[1].executableCode", "contents[1].thinking_without_signature"],
+    (G, C): ["contents[0].parts[1].executableCode"],
+    (G, R): ["contents[0].parts[1].executableCode", "contents[1].thinking"],
+}
+_NAMES = {A: "anthropic", C: "chat", R: "responses", G: "gemini"}
+
+
+def _item(body: dict, path: str):
+    """The item of ``body`` an indexed path names (``messages[1].content[1]``): KeyError/IndexError if none."""
+    node = body
+    for key, i in re.findall(r"(\w+)\[(\d+)\]", path):
+        node = node[key][int(i)]
+    return node
+
+
+@pytest.mark.parametrize("client,upstream", list(INDEXED), ids=[f"{_NAMES[c]}->{_NAMES[u]}" for c, u in INDEXED])
+def test_list_items_are_named_by_their_index_in_the_clients_request(client, upstream):
+    body = INDEXED_BODIES[client]
+    report = _request_report(client, upstream, body)
+    indexed = [p for p in report.fields if "[" in p]
+    assert sorted(indexed) == sorted(INDEXED[(client, upstream)]), indexed
+    for p in indexed:
+        assert isinstance(_item(body, p), dict), p  # the index names an item that is there
+    for e in report.entries:
+        assert e.kind in (DROPPED, APPROXIMATED, INVENTED) and e.reason, e
+    audio = [e for e in report.entries if e.path.endswith("input_audio")]
+    assert all(e.reason == "the target protocol takes no audio input" for e in audio)
+    # the log line names each path once, indexes collapsed: it does not grow with the conversation
+    summary = report.summary()
+    assert not re.search(r"\[\d+\]", summary)
+    assert all(collapse(p) in summary for p in indexed)
+
+
+def test_the_log_line_does_not_grow_with_the_conversation():
+    def body(n: int) -> dict:
+        tools = [{**TOOL, "name": f"t{i}", "cache_control": {"type": "ephemeral"}} for i in range(n)]
+        return {**FAITHFUL[A], "tools": tools}
+
+    small, big = _request_report(A, C, body(2)), _request_report(A, C, body(40))
+    assert [p for p in big.fields if p.endswith("cache_control")] == [f"tools[{i}].cache_control" for i in range(40)]
+    assert big.summary() == small.summary() == "dropped: tools[].cache_control"
 
 
 def test_an_anthropic_stream_reports_its_estimated_input_tokens():

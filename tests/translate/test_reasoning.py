@@ -256,7 +256,7 @@ def test_openrouter_details_round_trip_through_an_anthropic_client(name, streame
         assert ctx.dropped.fields == []
     else:
         assert enc["messages"][1]["content"] == [{"type": "text", "text": "Hello there."}]
-        assert "thinking_without_signature" in ctx.dropped.fields
+        assert "messages[1].thinking_without_signature" in ctx.dropped.fields
 
 
 @pytest.mark.parametrize("streamed", [True, False], ids=["stream", "whole"])

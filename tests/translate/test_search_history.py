@@ -234,7 +234,7 @@ def test_anthropic_history_to_responses_is_text_context():
     assert all(p.get("annotations", []) == [] for i in out["input"] for p in i.get("content") or [])
     context = [p["text"] for i in out["input"] for p in i.get("content") or [] if "[web search:" in p.get("text", "")]
     assert len(context) == 1 and all(u in context[0] for u in _sources(body))
-    assert {"web_search_call(as_text)", "citations"} <= set(ctx.dropped.fields)
+    assert {"messages[1].web_search_call(as_text)", "messages[1].citations"} <= set(ctx.dropped.fields)
 
 
 def test_anthropic_history_to_chat_is_text_context():
@@ -244,7 +244,7 @@ def test_anthropic_history_to_chat_is_text_context():
     assert all(isinstance(m["content"], (str, list)) for m in out["messages"])
     assistant = next(m for m in out["messages"] if m["role"] == "assistant")
     assert "[web search:" in assistant["content"] and all(u in assistant["content"] for u in _sources(body))
-    assert {"web_search_call(as_text)", "citations"} <= set(ctx.dropped.fields)
+    assert {"messages[1].web_search_call(as_text)", "messages[1].citations"} <= set(ctx.dropped.fields)
 
 
 def test_anthropic_history_back_to_anthropic_keeps_search_blocks():
@@ -272,7 +272,7 @@ def test_responses_history_to_anthropic_and_chat_is_text_context():
     blocks = [b for m in out["messages"] for b in m["content"] if isinstance(m["content"], list)]
     assert not [b for b in blocks if b["type"] in ("server_tool_use", "web_search_tool_result")]
     assert any("[web search: weather: San Francisco, CA]" in b.get("text", "") for b in blocks)
-    assert "web_search_call(as_text)" in ctx.dropped.fields
+    assert "input[1].web_search_call(as_text)" in ctx.dropped.fields
     chat, _ = _encode(client, body, C)
     assert any("[web search: weather: San Francisco, CA]" in (m["content"] or "") for m in chat["messages"])
 

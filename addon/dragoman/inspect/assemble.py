@@ -4,6 +4,7 @@ and error. Sans-I/O: fed bytes, returns a value. Used by ``dragoman inspect`` an
 
 from __future__ import annotations
 
+import codecs
 import json
 from dataclasses import dataclass
 from dataclasses import field
@@ -62,6 +63,8 @@ class Assembled:
     #: the body could not be read in its protocol: what is wrong
     problem: str | None = None
     events: int = 0
+    #: a kept streamed answer outgrew ``KEEP_LIMIT``: text, thinking or arguments were cut there
+    truncated: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         u = self.usage
@@ -83,6 +86,7 @@ class Assembled:
             "error": self.error,
             "problem": self.problem,
             "events": self.events,
+            "truncated": self.truncated,
         }
 
 
@@ -143,28 +147,47 @@ def _stream(body: bytes, protocol: Protocol, ctx: Context, out: Assembled) -> No
         acc.add(ir)
 
 
+#: characters of text, of thinking and of each tool call's arguments a kept streamed answer holds
+#: (``dragoman_keep_answer``, each side); past it the value is cut and ``truncated`` set
+KEEP_LIMIT = 100_000
+#: tool calls a kept answer lists
+KEEP_CALLS = 128
+
+
 class Accumulator:
-    """IR stream events -> ``Assembled``, one event at a time (grows with the answer's text and arguments)."""
+    """IR stream events -> ``Assembled``, one event at a time. ``limit`` (characters, None: none) caps
+    the text, the thinking and each call's arguments, so a kept answer's memory is bounded."""
 
-    __slots__ = ("out", "_calls")
+    __slots__ = ("out", "_calls", "_limit")
 
-    def __init__(self, out: Assembled) -> None:
+    def __init__(self, out: Assembled, limit: int | None = None) -> None:
         self.out = out
         self._calls: dict[int, Call] = {}
+        self._limit = limit
+
+    def _room(self, have: str, more: str) -> str:
+        if self._limit is None or len(have) + len(more) <= self._limit:
+            return more
+        self.out.truncated = True
+        return more[: max(0, self._limit - len(have))]
 
     def add(self, ir: StreamEvent) -> None:
         out = self.out
         if isinstance(ir, TextDelta):
-            out.text += ir.text
+            out.text += self._room(out.text, ir.text)
         elif isinstance(ir, ThinkingDelta):
-            out.thinking += ir.text
+            out.thinking += self._room(out.thinking, ir.text)
         elif isinstance(ir, ToolArgsDelta):
             call = self._calls.get(ir.index)
             if call is not None:
-                call.arguments += ir.fragment
+                call.arguments += self._room(call.arguments, ir.fragment)
         elif isinstance(ir, BlockStart):
             if ir.kind in (BlockKind.TOOL_CALL, BlockKind.CUSTOM_TOOL_CALL):
-                self._calls[ir.index] = call = Call(ir.tool_call_id or "", ir.name or "")
+                call = Call(ir.tool_call_id or "", ir.name or "")
+                if self._limit is not None and len(out.calls) >= KEEP_CALLS:
+                    out.truncated = True
+                    return
+                self._calls[ir.index] = call
                 out.calls.append(call)
         elif isinstance(ir, MessageStart):
             if ir.usage is not None:
@@ -189,7 +212,7 @@ class AnswerTap(StreamDecoder):
 
     def __init__(self, inner: StreamDecoder, protocol: str) -> None:
         self._inner = inner
-        self.acc = Accumulator(Assembled(protocol))
+        self.acc = Accumulator(Assembled(protocol), KEEP_LIMIT)
 
     def feed(self, ev: SSEEvent) -> list[StreamEvent]:
         events = self._inner.feed(ev)
@@ -205,6 +228,83 @@ class AnswerTap(StreamDecoder):
             self.acc.add(ir)
         self.done = self._inner.done
         return events
+
+
+class BytesTap:
+    """Assembles a stream of ``protocol`` from its bytes as they pass (the client-bound side of a streamed
+    flow, ``dragoman_keep_answer``): an SSE stream, or a Gemini stream written as one JSON array (``array``).
+    Holds at most one event's bytes and the capped ``Accumulator``; its decoder has a ``Context`` of its own
+    (nothing it reads reaches the exchange's lossiness report). Never raises: a stream it cannot read stops
+    the tap and says why in ``problem``."""
+
+    __slots__ = ("acc", "_dec", "_sse", "_array", "_closed")
+
+    def __init__(self, protocol: Protocol, array: bool = False) -> None:
+        self.acc = Accumulator(Assembled(protocol.value), KEEP_LIMIT)
+        self._dec = get_codec(protocol).stream_decoder(Context())
+        self._sse = None if array else SSEDecoder()
+        self._array = ArraySplitter() if array else None
+        self._closed = False
+
+    def feed(self, data: bytes) -> None:
+        if self.acc.out.problem is None and data and not self._closed:
+            self._run(data, final=False)
+
+    def close(self) -> Assembled:
+        """The end of the stream (again: the same result)."""
+        if self.acc.out.problem is None and not self._closed:
+            self._run(b"", final=True)
+        self._closed = True
+        return self.acc.result()
+
+    def _events(self, data: bytes, final: bool) -> list[SSEEvent]:
+        if self._sse is not None:
+            return self._sse.close() if final else self._sse.feed(data)
+        assert self._array is not None
+        return [] if final else self._array.feed(data)
+
+    def _run(self, data: bytes, final: bool) -> None:
+        try:
+            for ev in self._events(data, final):
+                self.acc.out.events += 1
+                for ir in self._dec.feed(ev):
+                    self.acc.add(ir)
+            if final:
+                for ir in self._dec.close():
+                    self.acc.add(ir)
+        except Exception as e:  # noqa: BLE001 - a debugging copy never breaks the stream it watches
+            self.acc.out.problem = f"{type(e).__name__}: {e}"[:300]
+
+
+class ArraySplitter:
+    """The elements of a JSON array arriving in pieces (``[{..},\r\n{..}]``), each as an ``SSEEvent`` whose
+    data is the element's JSON. Holds the bytes of one unfinished element (at most ``limit``)."""
+
+    __slots__ = ("_buf", "_limit", "_utf8")
+
+    def __init__(self, limit: int = 4 * KEEP_LIMIT) -> None:
+        self._buf = ""
+        self._limit = limit
+        self._utf8 = codecs.getincrementaldecoder("utf-8")("replace")
+
+    def feed(self, data: bytes) -> list[SSEEvent]:
+        self._buf += self._utf8.decode(data)
+        out: list[SSEEvent] = []
+        dec = json.JSONDecoder()
+        while True:
+            buf = self._buf.lstrip(" \t\r\n[,]")
+            if not buf:
+                self._buf = ""
+                return out
+            try:
+                obj, end = dec.raw_decode(buf)
+            except ValueError:
+                if len(buf) > self._limit:
+                    raise ValueError(f"an array element over {self._limit} characters") from None
+                self._buf = buf
+                return out
+            out.append(SSEEvent(json.dumps(obj)))
+            self._buf = buf[end:]
 
 
 def _parse_args(c: Call) -> None:

@@ -9,6 +9,9 @@ from typing import Any
 
 from dragoman.inspect.assemble import Assembled
 from dragoman.inspect.assemble import assemble
+from dragoman.inspect.compare import MARK
+from dragoman.inspect.compare import differences
+from dragoman.inspect.compare import two_sides
 from dragoman.ir.lossy import LossReport
 from dragoman.protocols import Protocol
 from dragoman.record.model import Exchange
@@ -176,7 +179,8 @@ def _request_summary(obj: Any) -> dict[str, Any] | None:
     }
 
 
-def detail_text(d: dict[str, Any]) -> str:
+def detail_text(d: dict[str, Any], width: int = WIDTH) -> str:
+    """One exchange as text; the two sides in columns when ``width`` allows (``compare.two_sides``)."""
     out = [f"exchange {d['index']}", f"  file: {d['file']}"]
     model = (
         d["client_model"]
@@ -194,10 +198,17 @@ def detail_text(d: dict[str, Any]) -> str:
         out.append(f"  client request: {req['turns']} turn(s), tools: {tools}")
     if d["upstream_url"]:
         out.append(f"  sent to: {d['upstream_url']}")
-    for title, side in (("upstream answered", d["upstream_answer"]), ("client got", d["client_answer"])):
-        if side is not None:
-            out.append(f"{title} ({side['protocol']}):")
-            out += side_lines(side)
+    up, cl = d["upstream_answer"], d["client_answer"]
+    if up is not None and cl is not None:  # both sides, row by row (``compare``)
+        diff = differences(up, cl)
+        agree = f"{MARK} marks where they differ: {', '.join(diff)}" if diff else "the two sides agree"
+        out.append(f"the answer on both sides ({agree}):")
+        out += two_sides(up, cl, width)
+    else:
+        for title, side in (("upstream answered", up), ("client got", cl)):
+            if side is not None:
+                out.append(f"{title} ({side['protocol']}):")
+                out += side_lines(side)
     out.append(f"lossiness report ({len(d['report'])}):")
     out += [f"  {e['path']}: {e['kind']}, {e['reason']}" for e in d["report"]] or ["  nothing lost"]
     if len(d["attempts"]) > 1 or d["attempts"] and d["route"]:

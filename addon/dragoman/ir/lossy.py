@@ -9,13 +9,24 @@ upstream). The API is three verbs and a legacy one::
     report.invent("reasoning_content", "empty placeholder for a history from another model")
     report.add("top_k")  # a name only: kind and reason come from ``KNOWN`` (older callers)
 
+A path carries the index of each list it goes through (``messages[2].content[0].cache_control``,
+``tools[3].cache_control``): a codec walking a list says where it is with ``at`` (``report.at("messages[2]")``,
+``report.at("content[0]", depth=1)``) and leaves with ``leave``; every entry added meanwhile is under that
+place. A name's kind and reason come from ``KNOWN`` by the name as the codec gave it, else by the whole
+path without its indexes. A decoder names the client request's own lists (``messages``, ``input``,
+``contents``, ``tools``); an encoder names the turn it encodes by where that turn came from in the client's
+request (``Message.source``).
+
 An entry names a field path and never a value, so the report may be logged, recorded and sent in a
-header count. A path is listed once (the first entry wins). Same protocol on both sides: nothing is
-translated, so the report stays empty.
+header count. A path is listed once (the first entry wins). The log line (``summary``) collapses indexes
+to ``[]`` and lists each collapsed path once, so it does not grow with the conversation; the entries with
+their indexes are in the flow's metadata, recordings and the Dragoman view. Same protocol on both sides:
+nothing is translated, so the report stays empty.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,6 +94,7 @@ KNOWN: dict[str, tuple[str, str]] = {
     "tool_result_in_assistant_turn": (APPROXIMATED, "a tool result in an assistant turn became text"),
     "response_format": (DROPPED, "the target protocol has no such response format"),
     "image": (DROPPED, "the target cannot take this image"),
+    "input_audio": (DROPPED, "the target protocol takes no audio input"),
     "document": (DROPPED, "the target cannot take this document"),
     "file": (DROPPED, "the target cannot take this file"),
     "tool_calls.extra_content.google.thought_signature": (DROPPED, "a Gemini signature the target cannot carry"),
@@ -105,8 +117,15 @@ class Loss:
         return f"{self.path}: {self.kind}, {self.reason}"
 
 
-def known(name: str) -> tuple[str, str]:
-    """Kind and reason for a name passed to ``add``: its own entry, else its head's, else generic."""
+_INDEX = re.compile(r"\[\d+\]")
+
+
+def collapse(path: str) -> str:
+    """``messages[2].content[0].cache_control`` -> ``messages[].content[].cache_control``."""
+    return _INDEX.sub("[]", path)
+
+
+def _lookup(name: str) -> tuple[str, str] | None:
     hit = KNOWN.get(name)
     if hit is not None:
         return hit
@@ -118,17 +137,31 @@ def known(name: str) -> tuple[str, str]:
         head = name.partition(sep)[0]
         if head != name and head in KNOWN:
             return KNOWN[head]
-    return DROPPED, GENERIC_REASON
+    return None
+
+
+def known(name: str, path: str = "") -> tuple[str, str]:
+    """Kind and reason for a name passed to ``add`` (indexes aside): its own entry, else its head's; else
+    those of the tails of ``path`` (the name under its place), the shortest first (``input_audio``, then
+    ``content.input_audio``, ...); else generic."""
+    hit = _lookup(_INDEX.sub("", name))
+    if hit is None and path:
+        steps = _INDEX.sub("", path).split(".")
+        tails = (".".join(steps[n:]) for n in range(len(steps) - 1, -1, -1))  # the shortest first
+        hit = next((h for t in tails if (h := _lookup(t)) is not None), None)
+    return hit or (DROPPED, GENERIC_REASON)
 
 
 class LossReport:
     """The entries of one exchange, in the order they were found, one per path."""
 
-    __slots__ = ("entries", "_paths")
+    __slots__ = ("entries", "_paths", "_where")
 
     def __init__(self, entries: list[Loss] | None = None) -> None:
         self.entries: list[Loss] = []
         self._paths: set[str] = set()
+        #: where the codec is (``at``): the path segments every new entry goes under
+        self._where: list[str] = []
         for e in entries or ():
             self._put(e)
 
@@ -137,20 +170,44 @@ class LossReport:
             self._paths.add(entry.path)
             self.entries.append(entry)
 
+    # -- where the codec is
+
+    def at(self, segment: str, depth: int = 0) -> None:
+        """The codec is at ``segment`` (``"messages[2]"``, ``"tools[3]"``) at ``depth`` (0: a list of the
+        request; 1: a list inside its item, ``"content[0]"``); deeper places are left."""
+        del self._where[depth:]
+        if segment:
+            self._where.append(segment)
+
+    def leave(self, depth: int = 0) -> None:
+        """Out of the place at ``depth`` (0: back at the top)."""
+        del self._where[depth:]
+
+    def place(self) -> str:
+        """Where the codec is (``messages[2].content[0]``; "" at the top)."""
+        return ".".join(self._where)
+
+    def _here(self, name: str) -> str:
+        return ".".join((*self._where, name)) if self._where else name
+
+    # -- entries
+
     def drop(self, path: str, reason: str = "") -> None:
-        self._put(Loss(path, DROPPED, reason or known(path)[1]))
+        full = self._here(path)
+        self._put(Loss(full, DROPPED, reason or known(path, full)[1]))
 
     def approximate(self, path: str, reason: str) -> None:
-        self._put(Loss(path, APPROXIMATED, reason))
+        self._put(Loss(self._here(path), APPROXIMATED, reason))
 
     def invent(self, path: str, reason: str) -> None:
-        self._put(Loss(path, INVENTED, reason))
+        self._put(Loss(self._here(path), INVENTED, reason))
 
     def add(self, name: str) -> None:
-        """A name only (the first API): kind and reason from ``KNOWN``."""
-        if name not in self._paths:
-            kind, reason = known(name)
-            self._put(Loss(name, kind, reason))
+        """A name only (the first API): kind and reason from ``KNOWN``; the path is the name under ``at``."""
+        full = self._here(name)
+        if full not in self._paths:
+            kind, reason = known(name, full)
+            self._put(Loss(full, kind, reason))
 
     def merge(self, other: LossReport) -> None:
         for e in other.entries:
@@ -190,10 +247,12 @@ class LossReport:
         return report
 
     def summary(self) -> str:
-        """One log line's worth: the paths grouped by kind (names only, never reasons or values)."""
+        """One log line's worth: the paths grouped by kind (names only, never reasons or values), indexes
+        collapsed to ``[]`` and each collapsed path once (``tools[].cache_control`` for every tool): the line
+        names what was lost, not how often, so it does not grow with the conversation."""
         parts = []
         for kind in KINDS:
-            paths = self.by_kind(kind)
+            paths = list(dict.fromkeys(collapse(p) for p in self.by_kind(kind)))
             if paths:
                 parts.append(f"{kind}: {', '.join(paths)}")
         return "; ".join(parts)

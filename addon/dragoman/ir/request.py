@@ -103,6 +103,9 @@ class Message:
     parts: list[Part] = field(default_factory=list)
     #: the source role when it was ``developer`` (Responses/Chat), so a same-family encoder can keep it
     source_role: str | None = None
+    #: where this turn is in the client's request (``messages[3]``, ``input[5]``, ``contents[2]``): the place an
+    #: encoder names in the lossiness report (``LossReport.at``)
+    source: str = field(default="", compare=False)
 
 
 @dataclass(slots=True)
@@ -124,6 +127,9 @@ class Tool:
     strict: bool | None = None
     format: dict[str, Any] | None = None
     raw: dict[str, Any] | None = None
+    #: where this tool is in the client's request (``tools[3]``; "" when its decoder does not say): the place
+    #: an encoder names in the lossiness report
+    source: str = field(default="", compare=False)
 
 
 CUSTOM_TOOL_PARAM = "input"

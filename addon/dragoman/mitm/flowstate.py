@@ -58,6 +58,10 @@ class FlowState:
     whole_usage: Any = None
     #: assembles a streamed answer for the mitmweb view (``inspect.assemble.AnswerTap``, ``dragoman_keep_answer``)
     answer_tap: Any = None
+    #: assembles the client-bound side of a streamed answer as it leaves (``inspect.assemble.BytesTap``)
+    client_tap: Any = None
+    #: a whole answer's upstream side, assembled before translation (``dragoman_keep_answer``)
+    upstream_whole: Any = None
     #: stores the finished Responses answer (``responses.state.Ticket``), when it is to be stored
     ticket: Any = None
     #: the upstream's id for its answer (``request-id`` / ``x-request-id``), for the log line and the metadata
@@ -93,6 +97,10 @@ class FlowState:
             meta["lint"] = list(self.lint.reports)
         if self.answer_tap is not None:
             meta["answer"] = self.answer_tap.acc.result().as_dict()
+        elif self.upstream_whole is not None:
+            meta["answer"] = self.upstream_whole.as_dict()
+        if self.client_tap is not None:
+            meta["client_answer"] = self.client_tap.acc.result().as_dict()
         return meta
 
 

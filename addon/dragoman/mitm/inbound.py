@@ -12,6 +12,9 @@ from mitmproxy.net.http import status_codes
 
 from dragoman.errors import TranslationError
 from dragoman.inspect.assemble import AnswerTap
+from dragoman.inspect.assemble import Assembled
+from dragoman.inspect.assemble import BytesTap
+from dragoman.inspect.assemble import assemble
 from dragoman.ir.common import ErrorInfo
 from dragoman.ir.common import ErrorKind
 from dragoman.logsafe import logsafe
@@ -115,8 +118,9 @@ def install_stream(
     decoder = get_codec(plan.upstream).stream_decoder(state.ctx)
     if track_usage:
         decoder = state.usage_tap = UsageTap(decoder)
-    if keep_answer:  # ``dragoman_keep_answer``: the mitmweb view's answer of a streamed flow
+    if keep_answer:  # ``dragoman_keep_answer``: the mitmweb view's two sides of a streamed flow
         decoder = state.answer_tap = AnswerTap(decoder, plan.upstream.value)
+        state.client_tap = BytesTap(plan.client, array=client_stream_type(state) == JSON_CT)
     state.translator = StreamTranslator(
         decoder, get_codec(plan.client).stream_encoder(state.ctx), max_event, state.ctx.dropped
     )
@@ -125,6 +129,12 @@ def install_stream(
     if resp.http_version.startswith("HTTP/1"):
         resp.headers["transfer-encoding"] = "chunked"
     return True
+
+
+def assemble_whole(resp: http.Response, protocol: Protocol) -> Assembled:
+    """A whole answer of ``protocol`` assembled (``dragoman_keep_answer``: the view's upstream side)."""
+    body = resp.get_content(strict=False) or b""
+    return assemble(body, protocol, resp.status_code, resp.headers.get("content-type"))
 
 
 def client_stream_type(state: FlowState) -> str:
@@ -173,6 +183,10 @@ def stream_callable(
             out = _fail(translator, f"Dragoman stream failure: {type(e).__name__}", ErrorKind.API_ERROR, 500)
         if masker is not None:
             out = masker.feed(out) if data else masker.feed(out) + masker.flush()
+        if state.client_tap is not None:  # a capped copy of what the client gets, assembled as it leaves
+            state.client_tap.feed(out)
+            if not data:
+                state.client_tap.close()
         if not out:
             return []
         state.sent += len(out)

@@ -120,9 +120,11 @@ def declare_behaviour(loader: Any) -> None:
         "dragoman_keep_answer",
         bool,
         False,
-        "Assemble each translated streamed answer (text, thinking, tool calls, stop reason, usage) into the "
-        "flow's metadata, so the Dragoman content view of mitmweb can show it (mitmproxy does not keep a "
-        "streamed body). Costs memory in proportion to the answer's text while the flow is kept.",
+        "Assemble both sides of each translated answer (text, thinking, tool calls, stop reason, usage) into "
+        "the flow's metadata: the upstream's, and the client's read back from the bytes that left, so the "
+        "Dragoman content view of mitmweb shows them side by side (mitmproxy does not keep a streamed body). "
+        "Capped (100,000 characters of text, thinking and each call's arguments); costs memory in proportion "
+        "to the answer's text while the flow is kept.",
     )
     loader.add_option(
         "dragoman_idle_timeout",

@@ -10,6 +10,7 @@ otherwise the client's own key moves to the upstream protocol's header (``x-api-
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import lru_cache
 from urllib.parse import parse_qsl
 from urllib.parse import urlencode
 
@@ -54,12 +55,19 @@ def is_credential_header(name: str) -> bool:
     return is_secret_header(name)
 
 
+@lru_cache(maxsize=4096)
+def _credential_name(raw: bytes) -> str | None:
+    """A header's name as it comes (bytes) -> its lower-case name when it carries a credential, else None."""
+    low = raw.decode("latin-1").lower()
+    return low if is_credential_header(low) else None
+
+
 def pop_credential_headers(headers: http.Headers) -> list[str]:
     """Remove every credential header; returns their names (lower case, first occurrence order)."""
     names: list[str] = []
     for raw, _ in headers.fields:  # not ``headers.keys()``: each of its names is looked up again (quadratic)
-        low = raw.decode("latin-1").lower()
-        if low not in names and is_credential_header(low):
+        low = _credential_name(raw)
+        if low is not None and low not in names:
             names.append(low)
     for name in names:
         headers.pop(name, None)

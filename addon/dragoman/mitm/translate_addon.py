@@ -297,6 +297,8 @@ class Translate(TranslateConfig):
         linted = lint.whole_before(flow, state, self.lint) if state.translator is None else None
         upstream_status = flow.response.status_code
         if state.translator is None and not state.plan.identity:
+            if self.keep_answer:  # the view's upstream side of a whole answer, read before it is translated
+                state.upstream_whole = inbound.assemble_whole(flow.response, state.plan.upstream)
             inbound.translate_whole(flow, state)
             self._lossy_header(flow.response, state)  # the whole answer has not left yet: the full count
         if state.ticket is not None and state.translator is None and 200 <= flow.response.status_code < 300:

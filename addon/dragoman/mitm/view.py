@@ -3,8 +3,11 @@
 For a flow the Translate addon handled (``flow.metadata["dragoman"]``): the protocols and models, the route
 and its attempts, the provider profile, the lossiness report, and the message itself: the request as sent
 upstream (its conversation summary and body), or the answer the client got assembled in the client's
-protocol (text, thinking, tool calls with parsed arguments, stop reason, usage). A streamed answer is not
-kept in the flow by mitmproxy: the view says so and points at recordings and ``dragoman inspect``.
+protocol (text, thinking, tool calls with parsed arguments, stop reason, usage). With ``dragoman_keep_answer``
+the answer is shown as both sides saw it, in two columns (the upstream's, read from its stream or body before
+translation, and the client's, read from the bytes that left), rows that differ marked ``!=``
+(``dragoman.inspect.compare``). A streamed answer is not kept in the flow by mitmproxy: without the option the
+view says so and points at recordings and ``dragoman inspect``.
 
 mitmproxy 12 has ``contentviews.Contentview`` (``prettify``/``render_priority`` with a ``Metadata``);
 mitmproxy 11 has ``contentviews.View`` (``__call__`` returning lines of (style, text)). ``register`` adds
@@ -21,6 +24,10 @@ from mitmproxy import contentviews
 from mitmproxy import http
 
 from dragoman.inspect.assemble import assemble
+from dragoman.inspect.compare import MARK
+from dragoman.inspect.compare import VIEW_WIDTH
+from dragoman.inspect.compare import columns
+from dragoman.inspect.compare import differences
 from dragoman.inspect.render import side_lines
 from dragoman.ir.lossy import LossReport
 from dragoman.mitm.flowstate import METADATA_KEY
@@ -95,28 +102,39 @@ def _request(data: bytes, meta: dict[str, Any]) -> list[str]:
 
 def _answer(data: bytes, meta: dict[str, Any], resp: http.Response) -> list[str]:
     client = str(meta.get("client"))
+    up, cl = meta.get("answer"), meta.get("client_answer")
+    if data and not isinstance(cl, dict):
+        try:
+            proto = Protocol(client)
+        except ValueError:
+            return [
+                f"answer the client got ({client}), status {resp.status_code}:",
+                f"  a protocol this view does not know: {client}",
+            ]
+        cl = assemble(data, proto, resp.status_code, resp.headers.get("content-type")).as_dict()
+    if isinstance(up, dict) and isinstance(cl, dict):
+        diff = differences(up, cl)
+        agree = f"{MARK} marks where they differ: {', '.join(diff)}" if diff else "the two sides agree"
+        return [
+            f"the answer on both sides, status {resp.status_code} ({agree}):",
+            *columns(up, cl, VIEW_WIDTH),
+        ]
+    if isinstance(cl, dict):
+        return [f"answer the client got ({client}), status {resp.status_code}:", *side_lines(cl)]
+    if isinstance(up, dict):
+        return [
+            f"answer assembled from the upstream's stream ({up.get('protocol')}, "
+            f"{up.get('events')} events), encoded for the {client} client, status {resp.status_code}:",
+            *side_lines(up),
+        ]
     out = [f"answer the client got ({client}), status {resp.status_code}:"]
-    if not data:
-        answer = meta.get("answer")
-        if isinstance(answer, dict):
-            return [
-                f"answer assembled from the upstream's stream ({answer.get('protocol')}, "
-                f"{answer.get('events')} events), encoded for the {client} client, status {resp.status_code}:",
-                *side_lines(answer),
-            ]
-        if meta.get("stream"):
-            return [
-                *out,
-                "  streamed: mitmproxy does not keep a streamed body in the flow. Set dragoman_keep_answer,",
-                "  or record the session (python -m dragoman record) and read it with dragoman inspect.",
-            ]
-        return [*out, "  (empty body)"]
-    try:
-        proto = Protocol(client)
-    except ValueError:
-        return [*out, f"  a protocol this view does not know: {client}"]
-    side = assemble(data, proto, resp.status_code, resp.headers.get("content-type")).as_dict()
-    return [*out, *side_lines(side)]
+    if meta.get("stream"):
+        return [
+            *out,
+            "  streamed: mitmproxy does not keep a streamed body in the flow. Set dragoman_keep_answer,",
+            "  or record the session (python -m dragoman record) and read it with dragoman inspect.",
+        ]
+    return [*out, "  (empty body)"]
 
 
 # ---------------------------------------------------------------- registration per mitmproxy version

@@ -182,7 +182,10 @@ def _encode_body(cr: ClientRequest, plan: Plan, ctx: Context, model: str, estima
             "message_start.usage.input_tokens",
             "estimated locally: the upstream reports usage only at the end (message_delta has its figures)",
         )
-    return orjson.dumps(get_codec(plan.upstream).encode_request(req, ctx))
+    try:
+        return orjson.dumps(get_codec(plan.upstream).encode_request(req, ctx))
+    finally:
+        ctx.dropped.leave()  # what the answer's codecs add is at the top, whatever an encoder left
 
 
 def translate_request(

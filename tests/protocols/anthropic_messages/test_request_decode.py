@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -65,7 +66,17 @@ def test_decode_claude_code_request(path):
     assert req.reasoning.budget_tokens == th.get("budget_tokens")
     assert req.reasoning.effort == body.get("output_config", {}).get("effort")
     assert req.user == body["metadata"]["user_id"]
-    assert {"cache_control", "context_management"} <= set(req.dropped.fields)
+    assert "context_management" in req.dropped.fields
+    # each cache hint named where it is: system[i], messages[i].content[j] or tools[i]
+    hints = [p for p in req.dropped.fields if p.endswith("cache_control")]
+    assert hints and all(
+        re.fullmatch(r"(system\[\d+\]|messages\[\d+\]\.content\[\d+\]|tools\[\d+\])\.cache_control", p) for p in hints
+    )
+    for p in hints:
+        where = body
+        for key, i in re.findall(r"(\w+)\[(\d+)\]", p):
+            where = where[key][int(i)]
+        assert "cache_control" in where, p
     assert len(req.tools) == len(body["tools"])
     assert all(t.kind == "function" and t.parameters == b["input_schema"] for t, b in zip(req.tools, body["tools"]))
 
@@ -102,7 +113,7 @@ def test_system_string_and_blocks():
         )
     )
     assert req.system == [TextPart("a"), TextPart("b")]
-    assert req.dropped.fields == ["cache_control"]
+    assert req.dropped.fields == ["system[1].cache_control"]
 
 
 def test_content_blocks():
@@ -166,7 +177,7 @@ def test_content_blocks():
             tool_call_id="t1", content=[TextPart("bad"), ImagePart(data="BBBB", media_type="image/jpeg")], is_error=True
         )
     ]
-    assert "content.search_result" in req.dropped.fields
+    assert "messages[0].content[5].search_result" in req.dropped.fields
 
 
 def test_thinking_signature_carry_is_unwrapped():

@@ -63,7 +63,9 @@ def test_claude_code_request_encodes_to_valid_anthropic(path):
     for t in sys_texts:
         assert f"<system-reminder>\n{t}\n</system-reminder>" in texts
     if n_sys:
-        assert "system_message_moved" in ctx.dropped.fields
+        moved = [p for p in ctx.dropped.fields if p.endswith(".system_message_moved")]
+        # named by the client's message: messages[i] is a system message of the Chat request
+        assert moved and all(body["messages"][int(p[9 : p.index("]")])]["role"] == "system" for p in moved)
     assert wire["thinking"] == body["thinking"]
     assert wire.get("output_config") == body.get("output_config")
     assert wire["metadata"] == {"user_id": body["metadata"]["user_id"]}

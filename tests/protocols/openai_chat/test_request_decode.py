@@ -107,7 +107,7 @@ def test_user_parts():
     assert parts[2] == ImagePart(url="https://x/y.jpg")
     assert parts[3] == FilePart(data="JVBE", media_type="application/pdf", filename="a.pdf")
     assert len(parts) == 4
-    assert set(req.dropped.fields) == {"messages.content.input_audio", "logprobs", "seed"}
+    assert set(req.dropped.fields) == {"messages[0].content[4].input_audio", "logprobs", "seed"}
 
 
 def test_assistant_and_tool_messages():

@@ -189,7 +189,7 @@ def test_string_input_images_files_and_options():
     assert user[2].url == "https://x/y.png" and user[3].file_id == "file-1"
     assert isinstance(user[4], FilePart) and user[4].media_type == "application/pdf" and user[4].data == "JVBE"
     assert user[5].file_id == "file-2"
-    assert "content.input_audio" in req.dropped.fields and "input.item_reference" in req.dropped.fields
+    assert "input[1].content[6].input_audio" in req.dropped.fields and "input[4].item_reference" in req.dropped.fields
     assert req.messages[2].role == "system" and req.messages[2].source_role == "developer"
     assert req.tool_choice.mode == "tool" and req.tool_choice.name == "f"
     assert req.reasoning.effort == "high" and req.reasoning.summary == "detailed"
@@ -244,4 +244,4 @@ def test_carried_anthropic_reasoning_is_unwrapped():
     ctx = Context(request=req)
     out = CODEC.encode_request(req, ctx)
     assert [it["type"] for it in out["input"]] == ["message", "message"]
-    assert "thinking" in ctx.dropped.fields
+    assert "input[1].thinking" in ctx.dropped.fields

@@ -65,7 +65,7 @@ def _source_to_image(src: m.Source, dropped: Dropped) -> ImagePart | None:
         return ImagePart(url=src.url)
     if isinstance(src, m.FileSource):
         return ImagePart(file_id=src.file_id)
-    dropped.add(f"image.source.{src.type}")
+    dropped.add(f"source.{src.type}")
     return None
 
 
@@ -80,7 +80,7 @@ def _source_to_file(block: m.DocumentBlock, dropped: Dropped) -> FilePart | None
     if isinstance(src, m.TextSource):
         data = base64.b64encode(src.data.encode()).decode()
         return FilePart(data=data, media_type=src.media_type or "text/plain", filename=block.title)
-    dropped.add(f"document.source.{src.type}")
+    dropped.add(f"source.{src.type}")
     return None
 
 
@@ -114,14 +114,16 @@ def _tool_result_content(
     except ValidationError as e:
         raise ClientRequestError(f"invalid tool_result content: {_wire.describe_validation_error(e)}") from e
     out: list[TextPart | ImagePart | FilePart] = []
-    for b in blocks:
+    for k, b in enumerate(blocks):
+        dropped.at(f"content[{k}]", depth=2)
         _note_block_extras(b, dropped)
         if isinstance(b, _MEDIA_BLOCKS):
             part = _media_part(b, dropped)
             if part is not None:
                 out.append(part)
         else:
-            dropped.add(f"tool_result.content.{b.type}")
+            dropped.add(b.type)
+    dropped.leave(2)
     return out
 
 
@@ -140,7 +142,7 @@ def _block_to_part(b: m.ContentBlock, dropped: Dropped) -> Part | None:
         return thinking_part(b.thinking, b.signature)
     if isinstance(b, m.RedactedThinkingBlock):
         return ThinkingPart(redacted_data=b.data)
-    dropped.add(f"content.{b.type}")
+    dropped.add(b.type)
     return None
 
 
@@ -156,14 +158,15 @@ def _search_block(b: m.OtherBlock, pairing: search.SearchPairing, dropped: Dropp
         fresh = raw.get("tool_use_id") not in pairing.calls
         part = pairing.result(raw)
         return part if fresh else None
-    dropped.add(f"content.{b.type}")
+    dropped.add(b.type)
     return None
 
 
 def _blocks_to_parts(blocks: list[m.ContentBlock], dropped: Dropped) -> list[Part]:
     parts: list[Part] = []
     pairing = search.SearchPairing()
-    for b in blocks:
+    for j, b in enumerate(blocks):
+        dropped.at(f"content[{j}]", depth=1)
         _note_block_extras(b, dropped)
         if type(b) is m.TextBlock and b.citations:
             parts.append(search.text_part(b.text, b.citations, dropped))
@@ -176,6 +179,7 @@ def _blocks_to_parts(blocks: list[m.ContentBlock], dropped: Dropped) -> list[Par
         part = _block_to_part(b, dropped)
         if part is not None:
             parts.append(part)
+    dropped.leave(1)
     return parts
 
 
@@ -186,9 +190,11 @@ def _system_to_ir(system: str | list[m.TextBlock] | None, dropped: Dropped) -> l
     if isinstance(system, str):
         return [TextPart(system)] if system else []
     out: list[TextPart] = []
-    for b in system or []:
+    for j, b in enumerate(system or []):
+        dropped.at(f"system[{j}]")
         _note_block_extras(b, dropped)
         out.append(TextPart(b.text))
+    dropped.leave()
     return out
 
 
@@ -198,7 +204,7 @@ def _tool_to_ir(t: m.ToolParam, dropped: Dropped) -> Tool:
     if t.type not in (None, "custom"):
         return Tool(name=t.name, description=t.description, kind="builtin", raw=t.model_dump(exclude_none=True))
     for extra in t.model_extra or {}:
-        dropped.add(f"tools.{extra}")
+        dropped.add(extra)
     return Tool(name=t.name, description=t.description, parameters=t.input_schema, kind="function")
 
 
@@ -255,13 +261,19 @@ def decode_request(body: dict[str, Any]) -> Request:
         dropped.add(key)
     system = _system_to_ir(wire.system, dropped)
     messages: list[Message] = []
-    for msg in wire.messages:
+    for i, msg in enumerate(wire.messages):
+        dropped.at(f"messages[{i}]")
         if isinstance(msg.content, str):
             parts: list[Part] = [TextPart(msg.content)]
         else:
             parts = _blocks_to_parts(msg.content, dropped)
-        messages.append(Message(role=msg.role, parts=parts))
-    tools = [_tool_to_ir(t, dropped) for t in wire.tools or []]
+        messages.append(Message(role=msg.role, parts=parts, source=f"messages[{i}]"))
+    tools = []
+    for i, t in enumerate(wire.tools or []):
+        dropped.at(f"tools[{i}]")
+        tools.append(_tool_to_ir(t, dropped))
+        tools[-1].source = f"tools[{i}]"
+    dropped.leave()
     web = next((t for t in tools if t.kind == "builtin" and search.is_search_tool(t.raw)), None)
     if web is not None:
         tools.remove(web)

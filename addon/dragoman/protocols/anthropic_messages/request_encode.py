@@ -111,6 +111,7 @@ def _message_blocks(msg: Message, ctx: Context) -> tuple[str, list[Block], list[
 def _build_turns(messages: list[Message], ctx: Context) -> list[_Turn]:
     turns: list[_Turn] = []
     for msg in messages:
+        ctx.dropped.at(msg.source)
         role, results, blocks = _message_blocks(msg, ctx)
         if not results and not blocks:
             continue
@@ -121,6 +122,7 @@ def _build_turns(messages: list[Message], ctx: Context) -> list[_Turn]:
             turns.append(turn)
         turn.results.extend(results)
         turn.blocks.extend(blocks)
+    ctx.dropped.leave()
     return turns
 
 
@@ -211,7 +213,7 @@ def _tool_to_wire(t: Tool, ctx: Context) -> dict[str, Any] | None:
     if t.kind == "builtin":
         if _is_anthropic_server_tool(t.raw):
             return dict(t.raw or {})
-        ctx.dropped.add(f"tools.builtin.{(t.raw or {}).get('type', t.name)}")
+        ctx.dropped.add(f"{t.source or 'tools'}.builtin.{(t.raw or {}).get('type', t.name)}")
         return None
     if t.kind == "custom":
         return _custom_tool(t)
@@ -220,7 +222,7 @@ def _tool_to_wire(t: Tool, ctx: Context) -> dict[str, Any] | None:
         out["description"] = t.description
     out["input_schema"] = t.parameters if t.parameters else {"type": "object", "properties": {}}
     if t.strict:
-        ctx.dropped.add("tools.strict")
+        ctx.dropped.add(f"{t.source or 'tools'}.strict")
     return out
 
 

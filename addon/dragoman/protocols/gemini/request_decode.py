@@ -170,7 +170,7 @@ def _part(p: dict[str, Any], calls: _Calls, req: Request, out: list[Part]) -> No
     if isinstance(inline, dict) or isinstance(file, dict):
         out.append(_media(inline if isinstance(inline, dict) else file, not isinstance(inline, dict)))
         return
-    req.dropped.add(f"parts.{next(iter(p), '?')}")
+    req.dropped.add(next(iter(p), "?"))
 
 
 def _contents(body: dict[str, Any], req: Request) -> None:
@@ -185,11 +185,13 @@ def _contents(body: dict[str, Any], req: Request) -> None:
             raise ClientRequestError(f"contents[{i}]: a Content object with a parts list is required")
         model = c.get("role") == "model"
         parts: list[Part] = []
-        for p in c.get("parts") or ():
+        for j, p in enumerate(c.get("parts") or ()):
             if not isinstance(p, dict):
                 raise ClientRequestError(f"contents[{i}].parts: each part must be an object")
+            req.dropped.at(f"contents[{i}].parts[{j}]")
             _part(p, calls, req, parts)
-        req.messages.append(Message(role="assistant" if model else "user", parts=parts))
+        req.messages.append(Message(role="assistant" if model else "user", parts=parts, source=f"contents[{i}]"))
+    req.dropped.leave()
 
 
 def _tools(body: dict[str, Any], req: Request) -> None:

@@ -113,7 +113,7 @@ def _tools(req: Request, ctx: Context) -> list[dict[str, Any]]:
             if t.raw and len(t.raw) == 1 and next(iter(t.raw)) in GEMINI_HOSTED:
                 hosted.append(t.raw)
             else:
-                ctx.dropped.add(f"tools.{t.name}")
+                ctx.dropped.add(f"{t.source or 'tools'}.{t.name}")
             continue
         d: dict[str, Any] = {"name": t.name}
         if t.description:
@@ -186,6 +186,7 @@ def encode_request(req: Request, ctx: Context) -> dict[str, Any]:
     system = [{"text": p.text} for p in req.system if p.text]
     contents: list[dict[str, Any]] = []
     for m in req.messages:
+        ctx.dropped.at(m.source)
         if m.role == "system":
             system += [{"text": p.text} for p in m.parts if type(p) is TextPart and p.text]
             continue
@@ -196,6 +197,7 @@ def encode_request(req: Request, ctx: Context) -> dict[str, Any]:
             parts, role = _user_parts(m, names, ctx), "user"
         if parts:
             contents.append({"role": role, "parts": parts})
+    ctx.dropped.leave()
     _skip_unsigned(contents, ctx)
     body: dict[str, Any] = {"contents": contents}
     if system:

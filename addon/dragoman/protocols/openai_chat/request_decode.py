@@ -99,6 +99,7 @@ def _decode_tools(wire: m.ChatRequest, req: Request) -> set[str]:
             custom_names.add(c.name)
         else:
             req.tools.append(Tool(name=t.type, kind="builtin", raw=t.model_dump(exclude_none=True)))
+        req.tools[-1].source = f"tools[{i}]"
     for f in wire.functions or []:
         req.tools.append(Tool(name=f.name, description=f.description, parameters=f.parameters, strict=f.strict))
     return custom_names
@@ -230,7 +231,7 @@ def _user_parts(content: m.Content, where: str, dropped: Dropped) -> list[TextPa
         elif t == "file":
             out.append(_file_part(p, loc))
         elif t == "input_audio":
-            dropped.add("messages.content.input_audio")
+            dropped.add(f"content[{i}].input_audio")
         else:
             raise ClientRequestError(f"{loc}: unsupported content part type {t!r}")
     return out
@@ -267,18 +268,20 @@ def _decode_messages(msgs: list[Any], req: Request, custom_names: set[str]) -> N
     h = _History(req, custom_names)
     for i, msg in enumerate(msgs):
         where = f"messages[{i}]"
+        req.dropped.at(where)
         if isinstance(msg, (m.SystemMessage, m.DeveloperMessage)):
             _system_message(msg, where, h)
             continue
         h.leading = False
         if isinstance(msg, m.UserMessage):
-            req.messages.append(Message("user", list(_user_parts(msg.content, where, req.dropped))))
+            req.messages.append(Message("user", list(_user_parts(msg.content, where, req.dropped)), source=where))
         elif isinstance(msg, m.AssistantMessage):
-            req.messages.append(Message("assistant", _assistant_parts(msg, where, h)))
+            req.messages.append(Message("assistant", _assistant_parts(msg, where, h), source=where))
         elif isinstance(msg, (m.ToolMessage, m.FunctionMessage)):
             _tool_result(msg, where, h)
         else:  # pragma: no cover - the discriminated union rejects other roles
             raise ClientRequestError(f"{where}.role: unknown role {msg.role!r}")
+    req.dropped.leave()
     if custom_names:
         _mark_custom_results(req.messages)
 
@@ -289,7 +292,7 @@ def _system_message(msg: m.SystemMessage | m.DeveloperMessage, where: str, h: _H
         if text:
             h.req.system.append(TextPart(text))
         return
-    h.req.messages.append(Message("system", [TextPart(text)], source_role=msg.role))
+    h.req.messages.append(Message("system", [TextPart(text)], source_role=msg.role, source=where))
 
 
 def _assistant_parts(msg: m.AssistantMessage, where: str, h: _History) -> list[Part]:
@@ -337,7 +340,7 @@ def _tool_result(msg: m.ToolMessage | m.FunctionMessage, where: str, h: _History
     else:
         ids = h.legacy_pending.get(msg.name) or []
         if not ids:
-            h.req.dropped.add("messages.function")
+            h.req.dropped.add("function")
             return
         cid = ids.pop(0)
     result = ToolResultPart(tool_call_id=cid, content=_user_parts(msg.content, where, h.req.dropped))
@@ -350,7 +353,7 @@ def _tool_result(msg: m.ToolMessage | m.FunctionMessage, where: str, h: _History
     ):
         prev.parts.append(result)
     else:
-        out.append(Message("user", [result]))
+        out.append(Message("user", [result], source=where))
 
 
 def _mark_custom_results(messages: list[Message]) -> None:

@@ -136,7 +136,7 @@ def _encode_tools(req: Request, ctx: Context, out: dict[str, Any]) -> None:
 
 def _encode_tool(t: Tool, ctx: Context) -> dict[str, Any] | None:
     if t.kind == "builtin":
-        ctx.dropped.add("tools.builtin")
+        ctx.dropped.add(f"{t.source or 'tools'}.builtin")
         return None
     fn: dict[str, Any] = {"name": t.name}
     if t.kind == "custom":
@@ -230,6 +230,7 @@ def _encode_messages(req: Request, ctx: Context) -> list[dict[str, Any]]:
     reasoning_field = profile_rules.echoes_reasoning(ctx)
     sigs: dict[str, str] = {}  # Gemini's thought signatures by tool call id
     for msg in req.messages:
+        ctx.dropped.at(msg.source)
         if msg.role == "system":
             ms.flush_pending()
             out.append({"role": "system", "content": "\n".join(p.text for p in msg.parts if isinstance(p, TextPart))})
@@ -241,6 +242,7 @@ def _encode_messages(req: Request, ctx: Context) -> list[dict[str, Any]]:
         else:
             _encode_user(msg, ms)
     ms.flush_pending()
+    ctx.dropped.leave()
     gemini.sign_calls(out, sigs, ctx.dropped)
     profile_rules.fill_history(out, ctx, reasoning_field)
     return out

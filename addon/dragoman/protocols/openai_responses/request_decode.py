@@ -273,7 +273,7 @@ def content_parts(content: Any, dropped: Dropped) -> list[Part]:
     if not isinstance(content, list):
         raise ClientRequestError("input: message content must be a string or a list of parts")
     out: list[Part] = []
-    for p in content:
+    for j, p in enumerate(content):
         if not isinstance(p, dict):
             raise ClientRequestError("input: every content part must be an object")
         ptype = p.get("type")
@@ -287,7 +287,7 @@ def content_parts(content: Any, dropped: Dropped) -> list[Part]:
         elif ptype == "refusal":
             out.append(RefusalPart(p.get("refusal") or ""))
         else:
-            dropped.add(f"content.{ptype}")
+            dropped.add(f"content[{j}].{ptype}")
     return out
 
 
@@ -330,7 +330,8 @@ def reasoning_part(item: dict[str, Any]) -> ThinkingPart:
 
 def _decode_input(items: list[dict[str, Any]], req: Request, namespaces: Namespaces) -> None:
     d = _InputDecoder(req, namespaces)
-    for item in items:
+    for n, item in enumerate(items):
+        req.dropped.at(f"input[{n}]")
         if not isinstance(item, dict):
             raise ClientRequestError("input: every item must be an object")
         itype = item.get("type")
@@ -349,7 +350,8 @@ def _decode_input(items: list[dict[str, Any]], req: Request, namespaces: Namespa
         elif itype == "additional_tools":
             continue  # its tools were read with the top-level tools
         else:
-            req.dropped.add(f"input.{itype}")
+            req.dropped.add(str(itype))
+    req.dropped.leave()
 
 
 class _InputDecoder:
@@ -370,7 +372,7 @@ class _InputDecoder:
         if messages and messages[-1].role == role and messages[-1].source_role == source_role:
             messages[-1].parts.extend(parts)
         else:
-            messages.append(Message(role, list(parts), source_role=source_role))
+            messages.append(Message(role, list(parts), source_role=source_role, source=self.dropped.place()))
 
     def message(self, item: dict[str, Any]) -> None:
         role = item.get("role")

@@ -39,7 +39,9 @@ def encode_request(req: Request, ctx: Context) -> dict[str, Any]:
         body["instructions"] = "\n\n".join(p.text for p in req.system)
     items: list[dict[str, Any]] = []
     for msg in req.messages:
+        ctx.dropped.at(msg.source)
         _encode_message(msg, items, ctx)
+    ctx.dropped.leave()
     body["input"] = items
     tools = [tool for tool in (_encode_tool(t, dropped) for t in req.tools) if tool is not None]
     if req.web_search is not None:
@@ -153,7 +155,7 @@ def _encode_tool(t: Tool, dropped: Dropped) -> dict[str, Any] | None:
         return tool
     if t.raw is not None and t.raw.get("type") in BUILTIN_TOOL_TYPES:
         return t.raw
-    dropped.add(f"tools.{t.name}")
+    dropped.add(f"{t.source or 'tools'}.{t.name}")
     return None
 
 

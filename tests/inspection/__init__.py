@@ -1,0 +1,1 @@
+"""Tests of ``dragoman.inspect`` (not ``tests/inspect``: that name would shadow the standard library's ``inspect``)."""
