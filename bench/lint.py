@@ -2,8 +2,9 @@
 
 For each cross direction, the bench streams of ``streams.py`` (one SSE event per ``feed``, as mitmproxy's
 stream callable receives them) are translated alone, then translated with a ``FlowLint`` checking the
-upstream bytes (tolerant grammar) and our output (strict grammar). µs/event is this thread's CPU time
-per upstream event (median of runs); the lint share = (with lint - alone) / alone. Goal: < 20 %.
+upstream bytes (tolerant grammar) and our output (strict grammar), then with each side alone (the
+``up`` and ``ours`` columns: what that side adds, µs/event). µs/event is this thread's CPU time per
+upstream event (median of runs); the lint share = (with lint - alone) / alone. Goal: < 20 %.
 
     .venv/bin/python bench/lint.py [N_EVENTS] [RUNS]
 """
@@ -23,9 +24,13 @@ from dragoman.lint.flow import FlowLint
 FLAGGED: set[str] = set()
 
 
-def _once(client: str, upstream: str, req: bytes, events: list[bytes], lint: bool) -> float:
+def _once(client: str, upstream: str, req: bytes, events: list[bytes], lint: bool, side: str = "") -> float:
     tr = make_translator(client, upstream, req)
     fl = FlowLint("log", client, upstream) if lint else None
+    if fl is not None and side == "up":
+        fl.ours = None
+    elif fl is not None and side == "ours":
+        fl.theirs = None
     t0 = CLOCK()
     if fl is None:
         for ev in events:
@@ -49,7 +54,8 @@ def main(n_events: int = 2000, runs: int = 5) -> dict[str, dict[str, float]]:
     events = {p: streams.generate(p, n_events) for p in streams.PROTOCOLS}
     reqs = {c: orjson.dumps(streams.small_request(c, "bench-model")) for c in streams.PROTOCOLS}
     table: dict[str, dict[str, float]] = {}
-    print(f"{'direction (client <- upstream)':42} {'alone µs/ev':>12} {'+lint µs/ev':>12} {'lint share':>10}")
+    head = f"{'direction (client <- upstream)':36} {'alone µs/ev':>12} {'+lint µs/ev':>12} {'lint share':>10}"
+    print(f"{head} {'up +µs':>7} {'ours +µs':>8}")
     for client in streams.PROTOCOLS:
         for upstream in streams.PROTOCOLS:
             if client == upstream:
@@ -57,9 +63,12 @@ def main(n_events: int = 2000, runs: int = 5) -> dict[str, dict[str, float]]:
             args = (client, upstream, reqs[client], events[upstream])
             alone = statistics.median(_once(*args, lint=False) for _ in range(runs + 1))
             linted = statistics.median(_once(*args, lint=True) for _ in range(runs + 1))
+            up = statistics.median(_once(*args, lint=True, side="up") for _ in range(runs + 1)) - alone
+            ours = statistics.median(_once(*args, lint=True, side="ours") for _ in range(runs + 1)) - alone
             share = (linted - alone) / alone
-            table[f"{client}<-{upstream}"] = {"alone": alone, "lint": linted, "share": share}
-            print(f"{client + ' <- ' + upstream:42} {alone:12.1f} {linted:12.1f} {share:10.0%}")
+            table[f"{client}<-{upstream}"] = {"alone": alone, "lint": linted, "share": share, "up": up, "ours": ours}
+            row = f"{client + ' <- ' + upstream:36} {alone:12.1f} {linted:12.1f} {share:10.0%}"
+            print(f"{row} {up:7.1f} {ours:8.1f}")
     shares = [r["share"] for r in table.values()]
     for f in sorted(FLAGGED):
         print(f"flagged (bench stream, not ours): {f}")

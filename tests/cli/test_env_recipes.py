@@ -186,3 +186,16 @@ def test_readme_recipes_are_the_tested_ones():
     ]
     assert [line for line in wanted if line not in readme] == []
     assert "tests/interception" in readme and "not testable in our sandbox" not in readme
+
+
+def test_allow_hosts_decrypts_every_official_host_and_only_those():
+    """The recipes' ``--allow-hosts`` names every host Dragoman answers for (Gemini's and Code Assist's too: a
+    host left out is tunnelled to the real provider), and nothing else."""
+    import re
+
+    from dragoman.mitm.hosts import OFFICIAL_HOSTS
+
+    for host in OFFICIAL_HOSTS:
+        assert re.search(env.ALLOW_HOSTS, host) and re.search(env.ALLOW_HOSTS, f"{host}:443"), host
+    for other in ("github.com", "oauth2.googleapis.com", "api.anthropic.com.evil.example", "xapi.openai.com"):
+        assert not re.search(env.ALLOW_HOSTS, other), other

@@ -1,7 +1,7 @@
 """Fixtures of the interception tests: the fake LLM upstream and an unrelated HTTPS server on the host side of
 a lab (``netlab``), mitmdump inside or next to it, and SDK clients inside the client namespaces.
 
-The official hosts (api.anthropic.com, api.openai.com) resolve, inside the lab only, to an address that is
+The official hosts (api.anthropic.com, api.openai.com, Google's two) resolve, inside the lab only, to an address that is
 blackholed on the host; the unrelated host (``unrelated.example``) to an address of the host where the
 HTTPS server listens. Nothing leaves the machine.
 """
@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "addon" / "dragoman.py"
 NS_CLIENT = Path(__file__).with_name("ns_client.py")
 
-API_HOSTS = ("api.anthropic.com", "api.openai.com")
+API_HOSTS = ("api.anthropic.com", "api.openai.com", "generativelanguage.googleapis.com", "cloudcode-pa.googleapis.com")
 OTHER_HOST = "unrelated.example"
 CLIENT_KEY = "sk-client-key-must-not-travel"
 UPSTREAM_KEY = "sk-configured-upstream-key"
@@ -347,6 +347,70 @@ def check_attacker_never_gets_the_key(
     assert len(seen) == 1 and seen[0].headers["authorization"] == f"Bearer {UPSTREAM_KEY}"  # the configured one
     every = json.dumps([r["headers"] for e in others for r in e.requests])
     assert UPSTREAM_KEY not in every
+
+
+GEMINI_BODY = {"contents": [{"role": "user", "parts": [{"text": "Say hello."}]}]}
+
+
+def _gemini_upstream_saw(fake, test_id: str, path: str, secret: str, mitm: Mitmdump, lab: netlab.Lab) -> None:
+    seen = upstream_seen(fake, test_id)
+    assert [r.path for r in seen] == [path], mitm.explain()
+    headers, raw = seen[0].headers, seen[0].raw.decode(errors="replace")
+    assert headers["authorization"] == f"Bearer {UPSTREAM_KEY}" and "x-goog-api-key" not in headers
+    assert secret not in json.dumps(headers) and secret not in raw
+    assert server_connects(mitm.log(), lab.api_addr) == []
+
+
+def _sse(body: str) -> list[dict]:
+    return [json.loads(line[5:]) for line in body.splitlines() if line.startswith("data:")]
+
+
+def _text(responses: list[dict]) -> str:
+    return "".join(p.get("text", "") for r in responses for p in r["candidates"][0]["content"]["parts"])
+
+
+def check_gemini_turns(client: NsClient, fake, mitm: Mitmdump, lab: netlab.Lab, path: str) -> None:
+    """Gemini's API host (a raw stream) and Code Assist's (Gemini CLI signed in with Google: the request wrapped
+    as ``{model, project, request}``, each answer as ``{"response": ...}``) are answered from the fake upstream
+    (``path``) with the configured key; neither Google host is dialed."""
+    test_id = uuid.uuid4().hex
+    url = "https://generativelanguage.googleapis.com/v1beta/models/gemini-test:streamGenerateContent?alt=sse"
+    headers = {"x-goog-api-key": CLIENT_KEY, "x-test-id": test_id}
+    result = client.call({"op": "https", "url": url, "method": "POST", "body": GEMINI_BODY, "headers": headers})
+    assert result["ok"] and result["status"] == 200, f"{result}{mitm.explain()}"
+    assert result["cert_issuer"] == "mitmproxy" and result["headers"]["content-type"].startswith("text/event-stream")
+    events = _sse(result["body"])
+    assert len(events) > 2 and _text(events) == fake_llm.TEXT
+    assert events[-1]["candidates"][0]["finishReason"] == "STOP"
+    _gemini_upstream_saw(fake, test_id, path, CLIENT_KEY, mitm, lab)
+
+    test_id, token = uuid.uuid4().hex, "ya29.oauth-token-must-not-travel"
+    wrapped = {"model": "gemini-test", "project": "proj-1", "user_prompt_id": "p1", "request": GEMINI_BODY}
+    url = "https://cloudcode-pa.googleapis.com/v1internal:streamGenerateContent?alt=sse"
+    headers = {"authorization": f"Bearer {token}", "x-test-id": test_id}
+    result = client.call({"op": "https", "url": url, "method": "POST", "body": wrapped, "headers": headers})
+    assert result["ok"] and result["status"] == 200, f"{result}{mitm.explain()}"
+    answers = _sse(result["body"])
+    assert answers and all(list(a) == ["response"] for a in answers), answers
+    assert _text([a["response"] for a in answers]) == fake_llm.TEXT
+    assert answers[-1]["response"]["candidates"][0]["finishReason"] == "STOP"
+    _gemini_upstream_saw(fake, test_id, path, token, mitm, lab)
+
+
+def check_genai_sdk(client: NsClient, fake, mitm: Mitmdump, lab: netlab.Lab, path: str) -> None:
+    """The google-genai SDK on its default host, with nothing but the CA trusted: streamed and whole turns."""
+    test_id = uuid.uuid4().hex
+    result = client.call({"op": "genai", "api_key": CLIENT_KEY, "test_id": test_id})
+    if result.get("error_type") == "ImportError":
+        pytest.skip("the SDK client interpreter lacks google-genai")
+    assert result["ok"], f"{result}{mitm.explain()}"
+    assert "generativelanguage.googleapis.com" in result["base_url"]
+    assert result["stream_text"] == fake_llm.TEXT and result["chunks"] > 2 and result["text"] == fake_llm.TEXT
+    seen = upstream_seen(fake, test_id)
+    assert [r.path for r in seen] == [path, path], mitm.explain()
+    assert all(r.headers["authorization"] == f"Bearer {UPSTREAM_KEY}" for r in seen)
+    assert CLIENT_KEY not in json.dumps([r.headers for r in seen])
+    assert server_connects(mitm.log(), lab.api_addr) == []
 
 
 def check_official_host_decrypted(client: NsClient, mitm: Mitmdump) -> None:

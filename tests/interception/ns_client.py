@@ -5,6 +5,8 @@
                                official host: https://api.anthropic.com or https://api.openai.com/v1)
   {"op": "count_tokens", "api_key", "test_id"}     anthropic SDK: messages.count_tokens (+ the estimate header)
   {"op": "models", "sdk": "anthropic"|"openai", "api_key"}   the SDK's models.list()
+  {"op": "genai", "api_key", "test_id"}    google-genai SDK: one streamed and one whole generateContent to its
+                               default host (generativelanguage.googleapis.com); skipped without the SDK
   {"op": "https", "url", "method", "body", "headers"}    a plain HTTPS request (http.client): status, headers,
                                body, the SHA-256 and issuer of the certificate the server presented;
                                "connect" (address) and "sni" send it elsewhere than the URL names, an
@@ -39,6 +41,26 @@ def count_tokens(req: dict) -> dict:
         extra_headers={"x-test-id": req.get("test_id", "none")},
     )
     return {"ok": True, "input_tokens": raw.parse().input_tokens, "estimate": raw.headers.get("x-dragoman-estimate")}
+
+
+def genai(req: dict) -> dict:
+    try:
+        from google import genai as g
+        from google.genai import types
+    except ImportError:
+        return {"ok": False, "error_type": "ImportError", "message": "google-genai is not installed"}
+    opts = types.HttpOptions(headers={"x-test-id": req["test_id"]}, timeout=30_000)
+    client = g.Client(api_key=req["api_key"], http_options=opts)
+    base = str(client._api_client._http_options.base_url)  # noqa: SLF001 - which host the SDK talks to
+    chunks = list(client.models.generate_content_stream(model="gemini-test", contents="Say hello."))
+    whole = client.models.generate_content(model="gemini-test", contents="Say hello.")
+    return {
+        "ok": True,
+        "base_url": base,
+        "stream_text": "".join(c.text or "" for c in chunks),
+        "chunks": len(chunks),
+        "text": whole.text,
+    }
 
 
 def models(req: dict) -> dict:
@@ -111,7 +133,7 @@ def handle(req: dict) -> dict:
     if op == "sdk":
         return sdk_client.run(req)
     try:
-        return {"count_tokens": count_tokens, "models": models, "https": https}[op](req)
+        return {"count_tokens": count_tokens, "models": models, "https": https, "genai": genai}[op](req)
     except Exception as e:  # noqa: BLE001 - every failure becomes a JSON result
         return {"ok": False, "error_type": type(e).__name__, "message": str(e)[:2000]}
 

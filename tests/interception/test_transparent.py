@@ -30,6 +30,8 @@ from .conftest import NsClient
 from .conftest import ca_bundle
 from .conftest import check_attacker_never_gets_the_key
 from .conftest import check_count_tokens
+from .conftest import check_gemini_turns
+from .conftest import check_genai_sdk
 from .conftest import check_models
 from .conftest import check_official_host_decrypted
 from .conftest import check_turn
@@ -162,6 +164,14 @@ def test_the_recipe_is_installed_in_the_lab(transparent):
 @pytest.mark.parametrize("mode", MODES)
 def test_sdk_turn_through_transparent_mode(transparent, client, sdk, mode):
     check_turn(client, transparent.fake, transparent.mitm, transparent.lab, sdk, mode, "/v1/chat/completions")
+
+
+def test_gemini_and_code_assist_hosts(transparent, client):
+    check_gemini_turns(client, transparent.fake, transparent.mitm, transparent.lab, "/v1/chat/completions")
+
+
+def test_google_genai_sdk(transparent, client):
+    check_genai_sdk(client, transparent.fake, transparent.mitm, transparent.lab, "/v1/chat/completions")
 
 
 def test_count_tokens(transparent, client):

@@ -29,6 +29,8 @@ from .conftest import NsClient
 from .conftest import ca_bundle
 from .conftest import check_attacker_never_gets_the_key
 from .conftest import check_count_tokens
+from .conftest import check_gemini_turns
+from .conftest import check_genai_sdk
 from .conftest import check_models
 from .conftest import check_official_host_decrypted
 from .conftest import check_turn
@@ -145,6 +147,14 @@ def test_tunnel_is_up(wireguard):
 @pytest.mark.parametrize("mode", MODES)
 def test_sdk_turn_through_wireguard_mode(wireguard, sdk, mode):
     check_turn(wireguard.client, wireguard.fake, wireguard.mitm, wireguard.lab, sdk, mode, "/v1/responses")
+
+
+def test_gemini_and_code_assist_hosts(wireguard):
+    check_gemini_turns(wireguard.client, wireguard.fake, wireguard.mitm, wireguard.lab, "/v1/responses")
+
+
+def test_google_genai_sdk(wireguard):
+    check_genai_sdk(wireguard.client, wireguard.fake, wireguard.mitm, wireguard.lab, "/v1/responses")
 
 
 def test_count_tokens(wireguard):

@@ -166,7 +166,11 @@ def env_lines(
 #: the user mitmdump runs as in transparent mode: the firewall's owner match exempts its connections
 PROXY_USER = "mitmproxyuser"
 #: decrypt only the LLM API hosts; everything else is tunnelled untouched (the README's recommendation)
-ALLOW_HOSTS = r"^(api\.anthropic\.com|api\.openai\.com|chatgpt\.com)(:443)?$"
+#: (every host of ``mitm.hosts.OFFICIAL_HOSTS``: Google's two too, or Gemini clients would be tunnelled to Google)
+ALLOW_HOSTS = (
+    r"^(api\.anthropic\.com|api\.openai\.com|chatgpt\.com"
+    r"|generativelanguage\.googleapis\.com|cloudcode-pa\.googleapis\.com)(:443)?$"
+)
 TRANSPARENT_PORT = 8080
 WG_PORT = 51820
 WG_CONF = "wireguard.conf"

@@ -392,8 +392,10 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as e:
         print(f"dragoman fake-upstream: cannot listen on 127.0.0.1:{args.port}: {e.strerror or e}", file=sys.stderr)
         return 1
-    print(f"fake upstream listening on {fake.url} (scenario {fake.scenario}; Ctrl-C to stop)", flush=True)
-    try:
+    except KeyboardInterrupt:  # stopped while starting (it listens before the constructor returns)
+        return 0
+    try:  # listening from here: a signal may arrive at any point on
+        print(f"fake upstream listening on {fake.url} (scenario {fake.scenario}; Ctrl-C to stop)", flush=True)
         fake.serve_forever()
     except KeyboardInterrupt:  # Ctrl-C, or SIGTERM/SIGHUP under the command line's ``stop_on_signals``
         pass

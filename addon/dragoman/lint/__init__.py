@@ -58,6 +58,9 @@ class Summary:
     #: hosted web searches and citations (``validators.search.SearchSummary``)
     search: Any = None
 
+    def add_thinking(self, pieces: list[str]) -> None:
+        self.thinking += "".join(pieces)
+
     @property
     def output_tokens(self) -> int | None:
         u = self.usage or {}
@@ -106,8 +109,10 @@ def parse_json_object(text: str, what: str) -> dict[str, Any]:
 
 
 #: an incremental stream checker: a generator primed with ``next``, sent one ``Frame`` at a time and
-#: ``None`` at the end of the stream; it raises ``AssertionError`` on the first grammar violation
-Checker = Generator[None, Any, None]
+#: ``None`` at the end of the stream; it raises ``AssertionError`` on the first grammar violation. What it
+#: yields after a frame is None or, for a delta whose repetitions the grammar judges alike whatever their
+#: strings, the variable fields of that event (``replay.Hot``): the live lint's cheap path
+Checker = Generator[Any, Any, None]
 
 
 def drive(checker: Checker, frames: Iterable[Any]) -> None:

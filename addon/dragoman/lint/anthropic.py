@@ -27,6 +27,7 @@ from dragoman.lint import load_body
 from dragoman.lint import need
 from dragoman.lint import parse_json_object
 from dragoman.lint import search
+from dragoman.lint.sse import Frame
 from dragoman.lint.sse import parse_sse
 
 STOP_REASONS = {
@@ -100,172 +101,208 @@ def _check_usage(u: Any, where: str) -> None:
             need(is_int(u[k]), f"{where}: usage.{k} must be an int or null")
 
 
-def stream_checker(s: Summary, strict: bool = True) -> Checker:
-    """The stream grammar, incremental: send one ``Frame`` at a time, then ``None`` (see ``drive``)."""
-    phase = "start"  # start -> blocks -> delta -> stopped | error
-    open_idx: int | None = None
-    open_kind = ""
-    open_type = ""
-    next_index = 0
-    json_buf: list[str] = []
-    tool: dict[str, Any] = {}
-    has_sig = False
-    pending_args: list[tuple[str, str]] = []
-    seen = 0
-    while True:
-        f = yield
-        if f is None:
-            break
-        seen += 1
-        s.events += 1
+class _Stream:
+    """One Anthropic stream's grammar state (``stream_checker``); one method per event type."""
+
+    def __init__(self, s: Summary, strict: bool) -> None:
+        self.s = s
+        self.strict = strict
+        self.phase = "start"  # start -> blocks -> delta -> stopped | error
+        self.open_idx: int | None = None
+        self.open_kind = ""
+        self.open_type = ""
+        self.next_index = 0
+        self.json_buf: list[str] = []
+        self.tool: dict[str, Any] = {}
+        self.has_sig = False
+        self.pending_args: list[tuple[str, str]] = []
+
+    def event(self, f: Frame) -> Any:
+        """Check one frame. -> its variable field when it is a delta that may repeat (``replay``)."""
+        self.s.events += 1
         obj = f.json()
         where = f"event #{f.n} ({f.event})"
         need(isinstance(obj, dict) and isinstance(obj.get("type"), str), f"{where}: data must be an object with a type")
         t = obj["type"]
         need(f.event == t, f"{where}: event: line {f.event!r} does not match data.type {t!r}")
-        need(phase not in ("stopped", "error"), f"{where}: event after the end of the stream ({phase})")
+        need(self.phase not in ("stopped", "error"), f"{where}: event after the end of the stream ({self.phase})")
         if t == "error":
-            s.error = check_error_object(obj, where)
-            phase = "error"
-            continue
+            self.s.error = check_error_object(obj, where)
+            self.phase = "error"
+            return None
         if t == "ping":
-            need(phase != "start", f"{where}: ping before message_start")
-            continue
-        if phase == "start":
+            need(self.phase != "start", f"{where}: ping before message_start")
+            return None
+        if self.phase == "start":
             need(t == "message_start", f"{where}: first event must be message_start, got {t}")
-            m = obj.get("message")
-            need(isinstance(m, dict), f"{where}: message_start.message must be an object")
-            need(isinstance(m.get("id"), str) and m["id"], f"{where}: message.id must be a non-empty string")
-            need(m.get("type") == "message", f"{where}: message.type must be 'message'")
-            need(m.get("role") == "assistant", f"{where}: message.role must be 'assistant'")
-            need(isinstance(m.get("model"), str), f"{where}: message.model must be a string")
-            need(
-                m.get("content") == [],
-                f"{where}: message.content must be [] in message_start, got {m.get('content')!r}",
-            )
-            _check_usage(m.get("usage"), where)
-            s.id, s.model = m["id"], m["model"]
-            s.usage = dict(m["usage"])
-            phase = "blocks"
-            continue
-        if t == "message_start":
-            raise AssertionError(f"{where}: duplicate message_start")
-        if t == "content_block_start":
-            need(phase == "blocks", f"{where}: content_block_start after message_delta")
-            need(
-                open_idx is None, f"{where}: content_block_start while block {open_idx} is still open (no interleaving)"
-            )
-            idx = obj.get("index")
-            need(idx == next_index, f"{where}: block index {idx!r}, expected {next_index} (contiguous from 0)")
-            cb = obj.get("content_block")
-            need(
-                isinstance(cb, dict) and isinstance(cb.get("type"), str),
-                f"{where}: content_block must be an object with a type",
-            )
-            open_type = cb["type"]
-            open_kind = _block_kind(open_type)
-            open_idx, next_index = idx, next_index + 1
-            json_buf, has_sig, tool = [], False, {}
-            if open_kind == "text":
-                need(
-                    cb.get("text") == "",
-                    f'{where}: text block must start with text "" (clients ignore text here), got {cb.get("text")!r}',
-                )
-            elif open_kind == "thinking":
-                need(cb.get("thinking", "") == "", f"{where}: thinking block must start empty")
-            elif open_kind == "redacted_thinking":
-                need(isinstance(cb.get("data"), str) and cb["data"], f"{where}: redacted_thinking needs non-empty data")
-                s.redacted += 1
-            elif open_kind in TOOL_BLOCKS:
-                need(isinstance(cb.get("id"), str) and cb["id"], f"{where}: {open_type} needs a non-empty id")
-                need(isinstance(cb.get("name"), str) and cb["name"], f"{where}: {open_type} needs a non-empty name")
-                need(
-                    cb.get("input") in ({}, None),
-                    f"{where}: {open_type} input must be {{}} at start, got {cb.get('input')!r}",
-                )
-                tool = cb
-            else:
-                s.server_tools.append(open_type)
-            if open_type in ("server_tool_use", "mcp_tool_use"):
-                s.server_tools.append(open_type)
-            continue
-        if t == "content_block_delta":
-            idx = obj.get("index")
-            need(open_idx is not None, f"{where}: content_block_delta with no open block")
-            need(idx == open_idx, f"{where}: delta for block {idx!r} but block {open_idx} is open")
-            d = obj.get("delta")
-            need(isinstance(d, dict), f"{where}: delta must be an object")
-            dt = d.get("type")
-            allowed = DELTAS_FOR.get(open_kind, set())
-            need(dt in allowed, f"{where}: {dt!r} not allowed in a {open_type} block (allowed: {sorted(allowed)})")
-            if dt == "text_delta":
-                need(isinstance(d.get("text"), str), f"{where}: text_delta.text must be a string")
-                s.text += d["text"]
-            elif dt == "thinking_delta":
-                need(isinstance(d.get("thinking"), str), f"{where}: thinking_delta.thinking must be a string")
-                need(not has_sig, f"{where}: thinking_delta after signature_delta")
-                s.thinking += d["thinking"]
-            elif dt == "signature_delta":
-                need(
-                    isinstance(d.get("signature"), str) and d["signature"],
-                    f"{where}: signature_delta.signature must be non-empty",
-                )
-                need(not has_sig, f"{where}: second signature_delta in one thinking block")
-                has_sig = True
-                s.signatures.append(d["signature"])
-            elif dt == "input_json_delta":
-                need(isinstance(d.get("partial_json"), str), f"{where}: input_json_delta.partial_json must be a string")
-                json_buf.append(d["partial_json"])
-            elif dt == "citations_delta":
-                need(isinstance(d.get("citation"), dict), f"{where}: citations_delta.citation must be an object")
-            continue
-        if t == "content_block_stop":
-            idx = obj.get("index")
-            need(open_idx is not None, f"{where}: content_block_stop with no open block")
-            need(idx == open_idx, f"{where}: stop for block {idx!r} but block {open_idx} is open")
-            if open_kind == "thinking":
-                need(has_sig, f"{where}: thinking block {idx} closed without a signature_delta")
-            if open_kind in TOOL_BLOCKS:
-                args = "".join(json_buf)
-                pending_args.append((f"{where}: {open_type} {tool.get('name')!r}", args))
-                if open_kind == "tool_use":
-                    s.tool_calls.append(ToolCall(tool["id"], tool["name"], args or "{}"))
-            open_idx = None
-            continue
-        if t == "message_delta":
-            need(phase == "blocks", f"{where}: second message_delta")
-            d = obj.get("delta")
-            need(isinstance(d, dict), f"{where}: message_delta.delta must be an object")
-            sr = d.get("stop_reason")
-            if open_idx is not None and not strict and sr == "max_tokens":
-                # real recording: the block cut by max_tokens is never stopped
-                if open_kind == "tool_use":
-                    s.tool_calls.append(ToolCall(tool["id"], tool["name"], "".join(json_buf) or "{}"))
-                open_idx = None
-            need(open_idx is None, f"{where}: message_delta while block {open_idx} is open")
-            need(sr in STOP_REASONS, f"{where}: stop_reason {sr!r} not in {sorted(STOP_REASONS)}")
-            u = obj.get("usage")
-            need(
-                isinstance(u, dict) and is_int(u.get("output_tokens")),
-                f"{where}: message_delta.usage.output_tokens must be an int",
-            )
-            s.stop_reason = sr
-            if sr != "max_tokens":  # a tool input cut by the token limit may be unfinished JSON
-                for what, args in pending_args:
-                    parse_json_object(args, what)
-            s.usage.update({k: v for k, v in u.items() if v is not None})
-            phase = "delta"
-            continue
-        if t == "message_stop":
-            need(phase == "delta", f"{where}: message_stop before message_delta")
-            phase = "stopped"
-            continue
-        raise AssertionError(f"{where}: unknown event type {t!r}")
-    need(seen > 0, "anthropic stream: no events")
-    if phase != "error":
+            self.message_start(obj, where)
+            return None
+        handler = _HANDLERS.get(t)
+        if handler is None:
+            raise AssertionError(f"{where}: unknown event type {t!r}")
+        return handler(self, obj, where)
+
+    def message_start(self, obj: dict[str, Any], where: str) -> None:
+        m = obj.get("message")
+        need(isinstance(m, dict), f"{where}: message_start.message must be an object")
+        need(isinstance(m.get("id"), str) and m["id"], f"{where}: message.id must be a non-empty string")
+        need(m.get("type") == "message", f"{where}: message.type must be 'message'")
+        need(m.get("role") == "assistant", f"{where}: message.role must be 'assistant'")
+        need(isinstance(m.get("model"), str), f"{where}: message.model must be a string")
+        need(m.get("content") == [], f"{where}: message.content must be [] in message_start, got {m.get('content')!r}")
+        _check_usage(m.get("usage"), where)
+        self.s.id, self.s.model = m["id"], m["model"]
+        self.s.usage = dict(m["usage"])
+        self.phase = "blocks"
+
+    def duplicate_start(self, obj: dict[str, Any], where: str) -> None:
+        raise AssertionError(f"{where}: duplicate message_start")
+
+    def block_start(self, obj: dict[str, Any], where: str) -> None:
+        s = self.s
+        need(self.phase == "blocks", f"{where}: content_block_start after message_delta")
         need(
-            phase == "stopped",
-            f"anthropic stream ended in phase {phase!r} without message_stop or error (block {open_idx} open)",
+            self.open_idx is None,
+            f"{where}: content_block_start while block {self.open_idx} is still open (no interleaving)",
+        )
+        idx = obj.get("index")
+        need(idx == self.next_index, f"{where}: block index {idx!r}, expected {self.next_index} (contiguous from 0)")
+        cb = obj.get("content_block")
+        need(
+            isinstance(cb, dict) and isinstance(cb.get("type"), str),
+            f"{where}: content_block must be an object with a type",
+        )
+        self.open_type = open_type = cb["type"]
+        self.open_kind = open_kind = _block_kind(open_type)
+        self.open_idx, self.next_index = idx, self.next_index + 1
+        self.json_buf, self.has_sig, self.tool = [], False, {}
+        if open_kind == "text":
+            need(
+                cb.get("text") == "",
+                f'{where}: text block must start with text "" (clients ignore text here), got {cb.get("text")!r}',
+            )
+        elif open_kind == "thinking":
+            need(cb.get("thinking", "") == "", f"{where}: thinking block must start empty")
+        elif open_kind == "redacted_thinking":
+            need(isinstance(cb.get("data"), str) and cb["data"], f"{where}: redacted_thinking needs non-empty data")
+            s.redacted += 1
+        elif open_kind in TOOL_BLOCKS:
+            need(isinstance(cb.get("id"), str) and cb["id"], f"{where}: {open_type} needs a non-empty id")
+            need(isinstance(cb.get("name"), str) and cb["name"], f"{where}: {open_type} needs a non-empty name")
+            need(
+                cb.get("input") in ({}, None),
+                f"{where}: {open_type} input must be {{}} at start, got {cb.get('input')!r}",
+            )
+            self.tool = cb
+        else:
+            s.server_tools.append(open_type)
+        if open_type in ("server_tool_use", "mcp_tool_use"):
+            s.server_tools.append(open_type)
+
+    def block_delta(self, obj: dict[str, Any], where: str) -> Any:
+        s = self.s
+        idx = obj.get("index")
+        need(self.open_idx is not None, f"{where}: content_block_delta with no open block")
+        need(idx == self.open_idx, f"{where}: delta for block {idx!r} but block {self.open_idx} is open")
+        d = obj.get("delta")
+        need(isinstance(d, dict), f"{where}: delta must be an object")
+        dt = d.get("type")
+        allowed = DELTAS_FOR.get(self.open_kind, set())
+        need(dt in allowed, f"{where}: {dt!r} not allowed in a {self.open_type} block (allowed: {sorted(allowed)})")
+        if dt == "text_delta":
+            need(isinstance(d.get("text"), str), f"{where}: text_delta.text must be a string")
+            s.text += d["text"]
+            return ((("delta", "text"), d["text"], None),)
+        if dt == "thinking_delta":
+            need(isinstance(d.get("thinking"), str), f"{where}: thinking_delta.thinking must be a string")
+            need(not self.has_sig, f"{where}: thinking_delta after signature_delta")
+            s.thinking += d["thinking"]
+            return ((("delta", "thinking"), d["thinking"], s.add_thinking),)
+        if dt == "signature_delta":
+            need(
+                isinstance(d.get("signature"), str) and d["signature"],
+                f"{where}: signature_delta.signature must be non-empty",
+            )
+            need(not self.has_sig, f"{where}: second signature_delta in one thinking block")
+            self.has_sig = True
+            s.signatures.append(d["signature"])
+        elif dt == "input_json_delta":
+            need(isinstance(d.get("partial_json"), str), f"{where}: input_json_delta.partial_json must be a string")
+            self.json_buf.append(d["partial_json"])
+            return ((("delta", "partial_json"), d["partial_json"], self.json_buf.extend),)
+        elif dt == "citations_delta":
+            need(isinstance(d.get("citation"), dict), f"{where}: citations_delta.citation must be an object")
+        return None
+
+    def block_stop(self, obj: dict[str, Any], where: str) -> None:
+        idx = obj.get("index")
+        need(self.open_idx is not None, f"{where}: content_block_stop with no open block")
+        need(idx == self.open_idx, f"{where}: stop for block {idx!r} but block {self.open_idx} is open")
+        if self.open_kind == "thinking":
+            need(self.has_sig, f"{where}: thinking block {idx} closed without a signature_delta")
+        if self.open_kind in TOOL_BLOCKS:
+            args = "".join(self.json_buf)
+            self.pending_args.append((f"{where}: {self.open_type} {self.tool.get('name')!r}", args))
+            if self.open_kind == "tool_use":
+                self.s.tool_calls.append(ToolCall(self.tool["id"], self.tool["name"], args or "{}"))
+        self.open_idx = None
+
+    def message_delta(self, obj: dict[str, Any], where: str) -> None:
+        s = self.s
+        need(self.phase == "blocks", f"{where}: second message_delta")
+        d = obj.get("delta")
+        need(isinstance(d, dict), f"{where}: message_delta.delta must be an object")
+        sr = d.get("stop_reason")
+        if self.open_idx is not None and not self.strict and sr == "max_tokens":
+            # real recording: the block cut by max_tokens is never stopped
+            if self.open_kind == "tool_use":
+                s.tool_calls.append(ToolCall(self.tool["id"], self.tool["name"], "".join(self.json_buf) or "{}"))
+            self.open_idx = None
+        need(self.open_idx is None, f"{where}: message_delta while block {self.open_idx} is open")
+        need(sr in STOP_REASONS, f"{where}: stop_reason {sr!r} not in {sorted(STOP_REASONS)}")
+        u = obj.get("usage")
+        need(
+            isinstance(u, dict) and is_int(u.get("output_tokens")),
+            f"{where}: message_delta.usage.output_tokens must be an int",
+        )
+        s.stop_reason = sr
+        if sr != "max_tokens":  # a tool input cut by the token limit may be unfinished JSON
+            for what, args in self.pending_args:
+                parse_json_object(args, what)
+        s.usage.update({k: v for k, v in u.items() if v is not None})
+        self.phase = "delta"
+
+    def message_stop(self, obj: dict[str, Any], where: str) -> None:
+        need(self.phase == "delta", f"{where}: message_stop before message_delta")
+        self.phase = "stopped"
+
+
+_HANDLERS: dict[str, Any] = {
+    "message_start": _Stream.duplicate_start,
+    "content_block_start": _Stream.block_start,
+    "content_block_delta": _Stream.block_delta,
+    "content_block_stop": _Stream.block_stop,
+    "message_delta": _Stream.message_delta,
+    "message_stop": _Stream.message_stop,
+}
+
+
+def stream_checker(s: Summary, strict: bool = True) -> Checker:
+    """The stream grammar, incremental: send one ``Frame`` at a time, then ``None`` (see ``drive``)."""
+    st = _Stream(s, strict)
+    seen = 0
+    hot: Any = None  # a delta that may repeat with a new string (``replay``)
+    while True:
+        f = yield hot
+        if f is None:
+            break
+        seen += 1
+        hot = st.event(f)
+    need(seen > 0, "anthropic stream: no events")
+    if st.phase != "error":
+        need(
+            st.phase == "stopped",
+            f"anthropic stream ended in phase {st.phase!r} without message_stop or error (block {st.open_idx} open)",
         )
 
 

@@ -38,6 +38,9 @@ from dragoman.lint import load_body
 from dragoman.lint import need
 from dragoman.lint import parse_json_object
 from dragoman.lint import search
+from dragoman.lint.chat_details import feed_details as _feed_details
+from dragoman.lint.chat_details import summarize_details as _summarize_details
+from dragoman.lint.sse import Frame
 from dragoman.lint.sse import parse_sse
 
 FINISH_REASONS = {"stop", "length", "tool_calls", "content_filter", "function_call"}
@@ -66,86 +69,122 @@ def _check_usage(u: Any, where: str) -> None:
         need(is_int(u.get(k)), f"{where}: usage.{k} must be an int, got {u.get(k)!r}")
 
 
-DETAIL_TYPES = {"reasoning.text", "reasoning.summary", "reasoning.encrypted"}
+_CONTENT = ("choices", 0, "delta", "content")
+_REASONING = ("choices", 0, "delta", "reasoning_content")
+_ARGS = ("choices", 0, "delta", "tool_calls", 0, "function", "arguments")
+_DETAIL = ("choices", 0, "delta", "reasoning_details", 0, "text")
 
 
-def _feed_details(rd: Any, acc: dict[int, dict[str, Any]], where: str, strict: bool) -> None:
-    """Merge one chunk's (or a whole message's) ``reasoning_details`` into ``acc`` (index -> entry)."""
-    need(isinstance(rd, list), f"{where}: reasoning_details must be a list")
-    for e in rd:
-        need(isinstance(e, dict) and is_int(e.get("index")), f"{where}: reasoning_details[] needs an int index")
-        i = e["index"]
-        if i not in acc:
-            need(e.get("type") in DETAIL_TYPES, f"{where}: reasoning_details type {e.get('type')!r} unknown")
-            if strict:
-                need(i == len(acc), f"{where}: new reasoning_details index {i}, expected {len(acc)}")
-            acc[i] = dict(e)
+def _detail_text(entry: dict[str, Any]) -> Any:
+    def add(pieces: list[str]) -> None:
+        entry["text"] = (entry.get("text") or "") + "".join(pieces)
+
+    return add
+
+
+def _hot(
+    obj: dict[str, Any], d: dict[str, Any], s: Summary, tools: dict[int, list[Any]], details: dict[int, Any]
+) -> Any:
+    """The variable fields of a plain delta chunk that was just checked (``replay``), or None: the text,
+    the reasoning text (and its one ``reasoning_details`` text entry) or one known call's arguments
+    fragment, and OpenAI's ``obfuscation`` padding."""
+    slots: list[Any] = []
+    for k, v in d.items():
+        if v is None:
             continue
-        entry = acc[i]
-        for k, v in e.items():
-            if k in ("index", "type") or v is None:
-                need(k != "type" or v in (None, entry["type"]), f"{where}: reasoning_details {i} changed type")
-                continue
-            if k == "text" or entry.get(k) in (None, ""):
-                need(k != "text" or isinstance(v, str), f"{where}: reasoning_details text must be a string")
-                entry[k] = (entry.get(k) or "") + v if k == "text" else v
-            else:  # strict: the official SDK's accumulator would concatenate it
-                need(not strict or v == "", f"{where}: reasoning_details {i} repeats {k!r}")
+        if k == "reasoning_details":
+            e = v[0] if len(v) == 1 else None
+            if e is None or e.keys() != {"type", "text", "index"} or type(e["text"]) is not str:
+                return None
+            entry = details.get(e["index"])
+            if entry is None or entry["type"] != e["type"]:
+                return None
+            slots.append((_DETAIL, e["text"], _detail_text(entry)))
+            continue
+        if k == "content" and type(v) is str:
+            slots.append((_CONTENT, v, None))
+        elif k == "reasoning_content" and type(v) is str:
+            slots.append((_REASONING, v, s.add_thinking))
+        elif k == "tool_calls" and len(v) == 1 and v[0].keys() <= {"index", "function"}:
+            fn = v[0].get("function")
+            if v[0]["index"] not in tools or not isinstance(fn, dict) or fn.keys() != {"arguments"}:
+                return None
+            if type(fn["arguments"]) is not str:
+                return None
+            slots.append((_ARGS, fn["arguments"], tools[v[0]["index"]][2].extend))
+        else:
+            return None
+    if not slots or len(slots) > 2 or (len(slots) == 2 and d.keys() != {"reasoning_content", "reasoning_details"}):
+        return None
+    if type(obj.get("obfuscation")) is str:
+        slots.append((("obfuscation",), obj["obfuscation"], None))
+    return tuple(slots)
 
 
-def _summarize_details(acc: dict[int, dict[str, Any]], s: Summary, strict: bool) -> None:
-    entries = [acc[i] for i in sorted(acc)]
-    for e in entries:
-        if e["type"] == "reasoning.text" and isinstance(e.get("signature"), str):
-            s.signatures.append(e["signature"])
-        elif e["type"] == "reasoning.encrypted":
-            need(isinstance(e.get("data"), str) and e["data"], "reasoning.encrypted entry without data")
-            s.redacted += 1
-    if strict and entries:
-        text = "".join(e.get("text") or "" for e in entries if e["type"] == "reasoning.text")
-        need(text == s.thinking, "reasoning_details text differs from the reasoning text")
+class _Stream:
+    """One Chat stream's grammar state (``stream_checker``)."""
 
+    def __init__(self, s: Summary, strict: bool) -> None:
+        self.s = s
+        self.strict = strict
+        self.done = False
+        self.finished = False
+        self.usage_seen = False
+        self.first = True
+        self.tools: dict[int, list[Any]] = {}  # index -> [id, name, [fragments]]
+        self.order: list[int] = []
+        self.details: dict[int, dict[str, Any]] = {}
 
-def stream_checker(s: Summary, strict: bool = True) -> Checker:
-    """The stream grammar, incremental: send one ``Frame`` at a time, then ``None`` (see ``drive``)."""
-    done = False
-    finished = False
-    usage_seen = False
-    first = True
-    tools: dict[int, list[Any]] = {}  # index -> [id, name, [fragments]]
-    order: list[int] = []
-    details: dict[int, dict[str, Any]] = {}
-    seen = 0
-    while True:
-        f = yield
-        if f is None:
-            break
-        seen += 1
+    def event(self, f: Frame) -> Any:
+        """Check one frame. -> its variable fields when it is a delta that may repeat (``replay``)."""
+        s, strict = self.s, self.strict
         where = f"chunk #{f.n}"
-        need(not done, f"{where}: data after [DONE]")
+        need(not self.done, f"{where}: data after [DONE]")
         need(s.error is None or (not strict and f.data == "[DONE]"), f"{where}: data after an error chunk")
         if f.event is not None:
             need(not strict, f"{where}: chat streams have no event: lines, got {f.event!r}")
             need(f.event == "error", f"{where}: unexpected event: {f.event!r}")
         if f.data == "[DONE]":
-            done = True
-            continue
+            self.done = True
+            return None
         s.events += 1
         obj = f.json()
         need(isinstance(obj, dict), f"{where}: chunk must be an object")
         if obj.get("error") is not None or f.event == "error":
-            s.error = _check_error(obj.get("error"), where)
-            if not strict and f.event != "error":
-                # OpenRouter: error chunk (with id/choices/usage) followed by [DONE]
-                if isinstance(obj.get("usage"), dict):
-                    s.usage = obj["usage"]
-                s.error = dict(s.error)
-                continue
-            need(
-                set(obj) == {"error"} or not strict,
-                f"{where}: an error chunk carries only 'error', got keys {sorted(obj)}",
-            )
-            continue
+            self.error_chunk(obj, f.event, where)
+            return None
+        choices = self.chunk(obj, where)
+        if choices == []:
+            need(obj.get("usage") is not None or not strict, f"{where}: a chunk with choices: [] must carry usage")
+            return None
+        need(len(choices) == 1 or not strict, f"{where}: exactly one choice expected, got {len(choices)}")
+        need(
+            all(isinstance(c, dict) and is_int(c.get("index")) for c in choices),
+            f"{where}: choices[].index must be an int",
+        )
+        need(choices[0]["index"] == 0 or not strict, f"{where}: choice index must be 0")
+        ch = next((c for c in choices if c["index"] == 0), None)
+        if ch is None:
+            return None  # another choice of an n > 1 answer (non-strict only)
+        return self.choice(obj, ch, len(choices), where)
+
+    def error_chunk(self, obj: dict[str, Any], event: str | None, where: str) -> None:
+        s = self.s
+        s.error = _check_error(obj.get("error"), where)
+        if not self.strict and event != "error":
+            # OpenRouter: error chunk (with id/choices/usage) followed by [DONE]
+            if isinstance(obj.get("usage"), dict):
+                s.usage = obj["usage"]
+            s.error = dict(s.error)
+            return
+        need(
+            set(obj) == {"error"} or not self.strict,
+            f"{where}: an error chunk carries only 'error', got keys {sorted(obj)}",
+        )
+
+    def chunk(self, obj: dict[str, Any], where: str) -> Any:
+        """A chunk's own fields and its usage. -> its choices."""
+        s, strict = self.s, self.strict
         need(
             obj.get("object") == "chat.completion.chunk",
             f"{where}: object must be 'chat.completion.chunk', got {obj.get('object')!r}",
@@ -163,39 +202,46 @@ def stream_checker(s: Summary, strict: bool = True) -> Checker:
             _check_usage(obj["usage"], where)
             if strict:
                 need(choices == [], f"{where}: usage must come in its own chunk with choices: []")
-                need(finished, f"{where}: usage chunk before the finish_reason chunk")
-            need(not usage_seen or not strict, f"{where}: second usage chunk")
-            usage_seen = True
+                need(self.finished, f"{where}: usage chunk before the finish_reason chunk")
+            need(not self.usage_seen or not strict, f"{where}: second usage chunk")
+            self.usage_seen = True
             s.usage = dict(obj["usage"])
-        if choices == []:
-            need(obj.get("usage") is not None or not strict, f"{where}: a chunk with choices: [] must carry usage")
-            continue
-        need(len(choices) == 1 or not strict, f"{where}: exactly one choice expected, got {len(choices)}")
-        need(
-            all(isinstance(c, dict) and is_int(c.get("index")) for c in choices),
-            f"{where}: choices[].index must be an int",
-        )
-        need(choices[0]["index"] == 0 or not strict, f"{where}: choice index must be 0")
-        ch = next((c for c in choices if c["index"] == 0), None)
-        if ch is None:
-            continue  # another choice of an n > 1 answer (non-strict only)
+        return choices
+
+    def choice(self, obj: dict[str, Any], ch: dict[str, Any], n_choices: int, where: str) -> Any:
+        """Choice 0 of a chunk. -> its variable fields when it is a plain delta (``replay``)."""
+        s, strict = self.s, self.strict
         if strict:
-            need(not usage_seen, f"{where}: choice chunk after the usage chunk")
+            need(not self.usage_seen, f"{where}: choice chunk after the usage chunk")
         fr = ch.get("finish_reason")
         d = ch.get("delta")
         need(isinstance(d, dict), f"{where}: choice.delta must be an object")
-        if first:
+        if self.first:
             need(
                 d.get("role") == "assistant",
                 f"{where}: first chunk's delta.role must be 'assistant', got {d.get('role')!r}",
             )
-            first = False
+            self.first = False
         elif d.get("role") is not None and strict:
             need(d["role"] == "assistant", f"{where}: delta.role must be 'assistant'")
-        if finished:
+        if self.finished:
             if strict:
                 raise AssertionError(f"{where}: choice chunk after the finish_reason chunk")
             need(fr in (None, s.stop_reason), f"{where}: finish_reason changed from {s.stop_reason!r} to {fr!r}")
+        self.delta(d, where)
+        hot = None
+        if fr is None and not self.finished and obj.get("usage") is None and n_choices == 1:
+            hot = _hot(obj, d, s, self.tools, self.details)
+        if fr is not None:
+            need(fr in FINISH_REASONS, f"{where}: finish_reason {fr!r} not in {sorted(FINISH_REASONS)}")
+            if strict:
+                need(not self.finished, f"{where}: second finish_reason")
+            self.finished = True
+            s.stop_reason = fr
+        return hot
+
+    def delta(self, d: dict[str, Any], where: str) -> None:
+        s, strict = self.s, self.strict
         content = d.get("content")
         if isinstance(content, list) and not strict:  # Mistral magistral
             for part in content:
@@ -214,7 +260,7 @@ def stream_checker(s: Summary, strict: bool = True) -> Checker:
         if not strict and isinstance(d.get("reasoning"), str) and rc is None:
             s.thinking += d["reasoning"]
         if d.get("reasoning_details") is not None:
-            _feed_details(d["reasoning_details"], details, where, strict)
+            _feed_details(d["reasoning_details"], self.details, where, strict)
         if d.get("refusal") is not None:
             need(isinstance(d["refusal"], str), f"{where}: delta.refusal must be a string")
             s.refusal += d["refusal"]
@@ -222,49 +268,64 @@ def stream_checker(s: Summary, strict: bool = True) -> Checker:
         if tcs is not None:
             need(isinstance(tcs, list), f"{where}: delta.tool_calls must be a list")
             for tc in tcs:
-                idx = tc.get("index")
-                need(is_int(idx), f"{where}: tool_calls[].index must be an int")
-                fn = tc.get("function") or {}
-                if idx not in tools:
-                    if strict:
-                        need(idx == len(tools), f"{where}: new tool call index {idx}, expected {len(tools)}")
-                    need(isinstance(tc.get("id"), str) and tc["id"], f"{where}: new tool call {idx} must carry an id")
-                    need(tc.get("type") == "function", f"{where}: new tool call {idx} must carry type 'function'")
-                    need(
-                        isinstance(fn.get("name"), str) and fn["name"],
-                        f"{where}: new tool call {idx} must carry function.name",
-                    )
-                    tools[idx] = [tc["id"], fn["name"], []]
-                    order.append(idx)
-                else:
-                    if tc.get("id") is not None:
-                        need(tc["id"] == tools[idx][0], f"{where}: tool call {idx} id changed")
-                    if strict:
-                        need(not fn.get("name"), f"{where}: tool call {idx} repeats function.name")
-                a = fn.get("arguments")
-                if a is not None:
-                    need(isinstance(a, str), f"{where}: function.arguments must be a string")
-                    tools[idx][2].append(a)
-        if fr is not None:
-            need(fr in FINISH_REASONS, f"{where}: finish_reason {fr!r} not in {sorted(FINISH_REASONS)}")
+                self.tool_call(tc, where)
+
+    def tool_call(self, tc: Any, where: str) -> None:
+        tools, strict = self.tools, self.strict
+        idx = tc.get("index")
+        need(is_int(idx), f"{where}: tool_calls[].index must be an int")
+        fn = tc.get("function") or {}
+        if idx not in tools:
             if strict:
-                need(not finished, f"{where}: second finish_reason")
-            finished = True
-            s.stop_reason = fr
+                need(idx == len(tools), f"{where}: new tool call index {idx}, expected {len(tools)}")
+            need(isinstance(tc.get("id"), str) and tc["id"], f"{where}: new tool call {idx} must carry an id")
+            need(tc.get("type") == "function", f"{where}: new tool call {idx} must carry type 'function'")
+            need(
+                isinstance(fn.get("name"), str) and fn["name"],
+                f"{where}: new tool call {idx} must carry function.name",
+            )
+            tools[idx] = [tc["id"], fn["name"], []]
+            self.order.append(idx)
+        else:
+            if tc.get("id") is not None:
+                need(tc["id"] == tools[idx][0], f"{where}: tool call {idx} id changed")
+            if strict:
+                need(not fn.get("name"), f"{where}: tool call {idx} repeats function.name")
+        a = fn.get("arguments")
+        if a is not None:
+            need(isinstance(a, str), f"{where}: function.arguments must be a string")
+            tools[idx][2].append(a)
+
+    def end(self) -> None:
+        s, strict = self.s, self.strict
+        if strict:
+            if s.error is None:
+                need(self.done, "chat stream does not end with data: [DONE]")
+                need(self.finished, "chat stream has no chunk with a finish_reason")
+        _summarize_details(self.details, s, strict)
+        for idx in self.order:
+            tid, name, frags = self.tools[idx]
+            args = "".join(frags)
+            if s.stop_reason in ("tool_calls", "stop") and s.error is None:
+                parse_json_object(args, f"tool call {idx} {name!r}")
+            s.tool_calls.append(ToolCall(tid, name, args))
+        if strict and s.stop_reason == "tool_calls":
+            need(bool(self.order), "finish_reason tool_calls without any tool call")
+
+
+def stream_checker(s: Summary, strict: bool = True) -> Checker:
+    """The stream grammar, incremental: send one ``Frame`` at a time, then ``None`` (see ``drive``)."""
+    st = _Stream(s, strict)
+    seen = 0
+    hot: Any = None  # a delta that may repeat with new strings (``replay``)
+    while True:
+        f = yield hot
+        if f is None:
+            break
+        seen += 1
+        hot = st.event(f)
     need(seen > 0, "chat stream: no events")
-    if strict:
-        if s.error is None:
-            need(done, "chat stream does not end with data: [DONE]")
-            need(finished, "chat stream has no chunk with a finish_reason")
-    _summarize_details(details, s, strict)
-    for idx in order:
-        tid, name, frags = tools[idx]
-        args = "".join(frags)
-        if s.stop_reason in ("tool_calls", "stop") and s.error is None:
-            parse_json_object(args, f"tool call {idx} {name!r}")
-        s.tool_calls.append(ToolCall(tid, name, args))
-    if strict and s.stop_reason == "tool_calls":
-        need(bool(order), "finish_reason tool_calls without any tool call")
+    st.end()
 
 
 def validate_stream(data: bytes, *, strict: bool = True) -> Summary:

@@ -14,6 +14,10 @@ from dragoman.lint.live import Violation
 from dragoman.lint.live import check_body
 
 MODES = ("off", "log", "strict")
+#: bytes gathered before a side is checked: the upstream's always, ours in ``log`` mode (``strict`` checks
+#: our output before it leaves). The cheap path (``replay``) takes a run of alike deltas in a few C calls,
+#: so a batch of events costs little more than one; a violation is still reported with its event index.
+BATCH = 1 << 15
 #: dragoman.protocols.Protocol values -> lint protocol names
 PROTOCOL_NAMES = {"anthropic": "anthropic", "openai-chat": "chat", "openai-responses": "responses", "gemini": "gemini"}
 
@@ -22,20 +26,45 @@ class FlowLint:
     """``ours``: the client's protocol, strict grammar (None: not linted, e.g. bytes passed untouched);
     ``upstream``: the upstream's protocol, the grammar tolerant of real provider output."""
 
-    def __init__(self, mode: str, client: str, upstream: str, *, ours: bool = True) -> None:
+    def __init__(
+        self,
+        mode: str,
+        client: str,
+        upstream: str,
+        *,
+        ours: bool = True,
+        ours_array: bool = False,
+        upstream_array: bool = False,
+        ours_wrapped: bool = False,
+    ) -> None:
+        """``ours_array`` / ``upstream_array``: that side is a Gemini JSON-array stream (no ``alt=sse``);
+        ``ours_wrapped``: our Gemini events are Code Assist's ``{"response": ...}`` (the upstream's may be)."""
         self.strict = mode == "strict"
         self.client = PROTOCOL_NAMES[client]
         self.upstream = PROTOCOL_NAMES[upstream]
-        self.ours = StreamLint(self.client, strict=True) if ours else None
-        self.theirs: StreamLint | None = StreamLint(self.upstream, strict=False)
+        self.ours = StreamLint(self.client, strict=True, array=ours_array, wrapped=ours_wrapped) if ours else None
+        self.theirs: StreamLint | None = StreamLint(self.upstream, strict=False, array=upstream_array)
         self.reports: list[dict[str, Any]] = []
         #: strict mode cut our stream after a violation: nothing more is sent
         self.muted = False
+        self._up: list[bytes] = []
+        self._up_n = 0
+        self._out: list[bytes] = []
+        self._out_n = 0
 
     def feed_upstream(self, data: bytes, final: bool = False) -> dict[str, Any] | None:
         """Upstream bytes as received (b"" / ``final``: the end). -> a new report, or None."""
-        if self.theirs is None:
+        if self.theirs is None or not (data or final):
             return None
+        if data:
+            self._up.append(data)
+            self._up_n += len(data)
+            if self._up_n < BATCH and not final:
+                return None
+        if self._up:
+            data = b"".join(self._up) if len(self._up) > 1 else self._up[0]
+            self._up.clear()
+            self._up_n = 0
         v = self.theirs.feed(data) if data else None
         if v is None and final:
             v = self.theirs.close()
@@ -45,8 +74,17 @@ class FlowLint:
 
     def feed_ours(self, out: bytes, final: bool = False) -> dict[str, Any] | None:
         """Our output bytes as they leave (``final``: the last of them). -> a new report, or None."""
-        if self.ours is None:
+        if self.ours is None or not (out or final):
             return None
+        if out and not self.strict:
+            self._out.append(out)
+            self._out_n += len(out)
+            if self._out_n < BATCH and not final:
+                return None
+        if self._out:
+            out = b"".join(self._out) if len(self._out) > 1 else self._out[0]
+            self._out.clear()
+            self._out_n = 0
         v = self.ours.feed(out) if out else None
         if v is None and final:
             v = self.ours.close()
@@ -54,9 +92,30 @@ class FlowLint:
             self.ours = None
         return self._report("ours", self.client, v)
 
+    def flush(self) -> list[dict[str, Any]]:
+        """A stream cut off (the connection failed): check the bytes gathered so far (no end-of-stream
+        rule: the stream did not end) -> the new reports."""
+        new: list[dict[str, Any]] = []
+        for side, lint, pending, protocol in (
+            ("upstream", self.theirs, self._up, self.upstream),
+            ("ours", self.ours, self._out, self.client),
+        ):
+            data = b"".join(pending)
+            pending.clear()
+            if lint is not None and data:
+                rep = self._report(side, protocol, lint.feed(data))
+                if rep is not None:
+                    new.append(rep)
+        self._up_n = self._out_n = 0
+        self.theirs = self.ours = None
+        return new
+
     def body(self, side: str, body: bytes, *, error: bool) -> dict[str, Any] | None:
         """A whole JSON body: ours (strict grammar) or the upstream's (tolerant)."""
         protocol = self.client if side == "ours" else self.upstream
+        if protocol == "gemini" and not error and body.lstrip()[:1] == b"[":  # a whole JSON-array stream
+            lint = StreamLint("gemini", strict=side == "ours", array=True)
+            return self._report(side, protocol, lint.feed(body) or lint.close())
         return self._report(side, protocol, check_body(protocol, body, error=error, strict=side == "ours"))
 
     def _report(self, side: str, protocol: str, v: Violation | None) -> dict[str, Any] | None:

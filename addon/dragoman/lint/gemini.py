@@ -235,31 +235,89 @@ def _event(obj: dict[str, Any], acc: _Acc, where: str, last: bool) -> None:
         s.stop_reason = c["finishReason"]
 
 
-def stream_checker(s: Summary, strict: bool = True) -> Checker:
-    """The SSE stream grammar, incremental (one frame held back: the last event has its own rules)."""
+def _unwrap(obj: Any, wrapped: bool | None, where: str) -> tuple[Any, bool]:
+    """A Code Assist (``v1internal``) event ``{"response": GenerateContentResponse}`` -> (the response, True).
+    ``wrapped``: True, every event but an error must be wrapped; False, none may be; None, either."""
+    if isinstance(obj, dict) and "candidates" not in obj and "error" not in obj and type(obj.get("response")) is dict:
+        need(wrapped is not False, f'{where}: a Code Assist {{"response": ...}} event in a plain Gemini stream')
+        return obj["response"], True
+    if wrapped and isinstance(obj, dict) and "error" not in obj:
+        raise AssertionError(f'{where}: a Code Assist stream\'s events are wrapped as {{"response": ...}}')
+    return obj, False
+
+
+def stream_checker(s: Summary, strict: bool = True, wrapped: bool | None = None) -> Checker:
+    """The SSE stream grammar, incremental. An event whose verdict depends on being the last one (usage or
+    finishReason in strict mode, an error, a blocked prompt) is held back until the next frame or the end;
+    any other is checked as it comes (and a text-only one may repeat: ``replay``). ``wrapped``: the events
+    are Code Assist's ``{"response": ...}`` (True), plain (False) or either (None, the default)."""
     acc = _Acc(strict)
     acc.s = s
     held: Any = None
     n = -1
+    hot: Any = None
     while True:
-        f = yield
+        f = yield hot
+        hot = None
         if f is not None:
             need(f.event is None, f"frame #{f.n}: Gemini events have no event name")
-            obj = f.json()
+            obj, was_wrapped = _unwrap(f.json(), wrapped, f"event #{n + 1}")
         if held is not None:
-            try:
-                is_error = _one(acc, held, n, f is None)
-            except EventError:
-                raise
-            except AssertionError as e:
-                raise EventError(n, str(e)) from None
-            if is_error:
+            if _checked(acc, held, n, f is None):
                 need(f is None, f"event #{n}: nothing may follow an error event")
                 return
+            held = None
         if f is None:
             break
-        held, n = obj, n + 1
+        n += 1
+        if _needs_last(obj, strict):
+            held = obj
+        else:
+            _checked(acc, obj, n, False)
+            hot = _hot(obj, acc)
+            if hot is not None and was_wrapped:
+                hot = tuple((("response", *path), v, a) for path, v, a in hot)
     _end(acc)
+
+
+def _checked(acc: _Acc, obj: Any, n: int, last: bool) -> bool:
+    """``_one`` with its violation tied to event ``n``."""
+    try:
+        return _one(acc, obj, n, last)
+    except EventError:  # pragma: no cover - _one raises plain AssertionErrors
+        raise
+    except AssertionError as e:
+        raise EventError(n, str(e)) from None
+
+
+def _needs_last(obj: Any, strict: bool) -> bool:
+    """True when the event's verdict depends on whether it is the stream's last one."""
+    if not isinstance(obj, dict) or "error" in obj or obj.get("candidates") is None:
+        return True
+    if not strict:
+        return False
+    if "usageMetadata" in obj:
+        return True
+    cands = obj["candidates"]
+    return not isinstance(cands, list) or any(isinstance(c, dict) and "finishReason" in c for c in cands)
+
+
+_TEXT = ("candidates", 0, "content", "parts", 0, "text")
+
+
+def _hot(obj: dict[str, Any], acc: _Acc) -> Any:
+    """The variable field of a one-text-part event that was just checked (``replay``), or None."""
+    c = obj["candidates"][0]
+    content = c.get("content")
+    parts = content.get("parts") if isinstance(content, dict) else None
+    if "finishReason" in c or not parts or len(parts) != 1 or acc.call is not None:
+        return None
+    p = parts[0]
+    if p.keys() == {"text"}:
+        return ((_TEXT, p["text"], None),)
+    if p.keys() == {"text", "thought"}:
+        return ((_TEXT, p["text"], acc.s.add_thinking),)
+    return None
 
 
 def _one(acc: _Acc, obj: Any, n: int, last: bool) -> bool:
@@ -291,7 +349,8 @@ def validate_stream(data: bytes, *, strict: bool = True, array: bool = False) ->
     objs = json.loads(data)
     need(isinstance(objs, list), "gemini array stream: a JSON array expected")
     acc = _Acc(strict)
-    for n, obj in enumerate(objs):
+    for n, wrapped_obj in enumerate(objs):
+        obj, _ = _unwrap(wrapped_obj, None, f"event #{n}")
         if _one(acc, obj, n, n == len(objs) - 1):
             need(n == len(objs) - 1, f"event #{n}: nothing may follow an error event")
             return acc.s
@@ -300,7 +359,7 @@ def validate_stream(data: bytes, *, strict: bool = True, array: bool = False) ->
 
 
 def validate_response(body: bytes | str | dict, *, strict: bool = True) -> Summary:
-    obj = load_body(body)
+    obj, _ = _unwrap(load_body(body), None, "response")
     need("error" not in obj, "a response body, not an error")
     acc = _Acc(strict)
     _event(obj, acc, "response", True)

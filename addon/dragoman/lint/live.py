@@ -6,6 +6,10 @@ protocol's incremental checker (``<protocol>.stream_checker``). The first violat
 ``Violation`` (event index and message) and checking stops there: each stream reports once.
 ``check_body`` does the same for a whole JSON body. ``strict=False`` applies the tolerant grammar
 meant for real provider output (upstream streams).
+
+The cheap path (``lint.replay``): complete frames are cut at their blank lines as bytes; a frame that is
+the last fully checked delta again with new values (its ``Template``) is accepted without a parse; any
+other frame, or any stream with CR line ends, goes through the line-by-line framing and the full check.
 """
 
 from __future__ import annotations
@@ -22,9 +26,17 @@ from dragoman.lint import anthropic
 from dragoman.lint import chat
 from dragoman.lint import gemini
 from dragoman.lint import responses
+from dragoman.lint.jsonarray import ArraySplitter
+from dragoman.lint.replay import Template
+from dragoman.lint.replay import learn
+from dragoman.lint.replay import run_mixed
 from dragoman.lint.sse import Frame
 
 _LINES = re.compile(r"\r\n|\r|\n")
+#: the longest incomplete frame held as bytes before the line-by-line framing takes over
+_HOLD = 1 << 16
+#: how many delta templates are tried (parallel tool calls interleave their argument deltas)
+_TEMPLATES = 4
 _CHECKERS = {
     "anthropic": anthropic.stream_checker,
     "chat": chat.stream_checker,
@@ -54,11 +66,18 @@ class Violation:
 class StreamLint:
     """One stream's grammar check, fed bytes as they pass."""
 
-    def __init__(self, protocol: str, *, strict: bool = True) -> None:
+    def __init__(self, protocol: str, *, strict: bool = True, array: bool = False, wrapped: bool | None = None) -> None:
+        """``array``: a Gemini stream written as one JSON array (no ``alt=sse``), not SSE; ``wrapped``: its
+        events are Code Assist's ``{"response": ...}`` (True), plain (False), either (None)."""
         self.protocol = protocol
         self.strict = strict
         self.violation: Violation | None = None
-        self._checker: Checker | None = _CHECKERS[protocol](_FlatSummary(), strict)
+        summary = _FlatSummary()
+        self._checker: Checker | None = (
+            gemini.stream_checker(summary, strict, wrapped)
+            if protocol == "gemini"
+            else _CHECKERS[protocol](summary, strict)
+        )
         next(self._checker)
         self._decoder = codecs.getincrementaldecoder("utf-8")()
         self._pending = ""  # an incomplete line (or a lone CR that may start a CRLF)
@@ -66,11 +85,102 @@ class StreamLint:
         self._data: list[str] = []
         self._has_data = False
         self._frames = 0
+        self._buf = b""  # the incomplete frame after the last blank line (the cheap path)
+        self._hot: Any = None  # what the checker said of the frame just sent (``replay.Hot``)
+        #: the templates of the last deltas checked (``replay``), most recent first; any other event clears them
+        self._tpls: list[Template] = []
+        self._pos = 0
+        self._array = ArraySplitter() if array else None
+        self._mixed = False  # bytes went to the line-by-line framing outside frame boundaries
 
     def feed(self, chunk: bytes) -> Violation | None:
         """Raw SSE bytes -> the first violation (returned once; later calls check nothing)."""
         if self._checker is None:
             return None
+        if self._array is not None:
+            return self._feed_array(chunk)
+        if self._buf:
+            chunk, self._buf = self._buf + chunk, b""
+        if self._mixed:  # the line-by-line framing holds part of a line, a frame or a character
+            if self._pending or self._has_data or self._event is not None or self._decoder.getstate()[0]:
+                return self._feed_lines(chunk)
+            self._mixed = False
+        if b"\r" in chunk:
+            self._mixed = True
+            return self._feed_lines(chunk)
+        cut = chunk.rfind(b"\n\n")
+        if cut < 0:
+            if len(chunk) > _HOLD:
+                self._mixed = True
+                return self._feed_lines(chunk)
+            self._buf = chunk
+            return None
+        end = cut + 2
+        if end < len(chunk):
+            self._buf = chunk[end:]
+        pos = 0
+        while pos < end:
+            if self._tpls and self._replay(chunk, pos, end):
+                pos = self._pos
+                continue
+            nxt = chunk.find(b"\n\n", pos) + 2
+            raw = chunk[pos : nxt - 2]
+            pos = nxt
+            n, self._hot = self._frames, None
+            v = self._feed_lines(raw + b"\n\n")
+            if self._checker is None:  # a violation, or the checker's end ([DONE])
+                return v
+            if self._frames != n:  # a frame was checked (not a comment)
+                self._learn(raw)
+        return None
+
+    def _replay(self, chunk: bytes, pos: int, end: int) -> bool:
+        """The frames from ``pos`` that the templates take (``self._pos``: where they end)."""
+        tpls = self._tpls
+        if len(tpls) > 1 and all(t.one is not None for t in tpls):
+            stop, count = run_mixed(tpls, chunk, pos, end)
+        else:
+            for i, tpl in enumerate(tpls):
+                stop, count = tpl.run(chunk, pos, end)
+                if count:
+                    if tpl.one is not None and len(tpls) > 1:  # interleaving templates get compiled too
+                        for t in tpls:
+                            if t.one is None and t.hits >= 2:
+                                t.compile()
+                    if i:
+                        tpls.insert(0, tpls.pop(i))
+                    break
+        if not count:
+            return False
+        self._frames += count
+        self._pos = stop
+        return True
+
+    def _learn(self, raw: bytes) -> None:
+        """After a full check: a delta adds its template (the grammar state is as it was, plus its string),
+        any other event changes the state the templates were cut in, and clears them."""
+        hot = self._hot
+        tpl = learn(raw, hot) if hot else None
+        if tpl is None:
+            self._tpls = []
+        else:
+            self._tpls = [tpl, *self._tpls[: _TEMPLATES - 1]]
+
+    def _feed_array(self, chunk: bytes) -> Violation | None:
+        assert self._array is not None
+        try:
+            elements = self._array.feed(chunk)
+        except AssertionError as e:
+            return self._fail(str(e))
+        for elem in elements:
+            frame = Frame(None, elem, self._frames)
+            self._frames += 1
+            if self._send(frame):
+                return self.violation
+        return None
+
+    def _feed_lines(self, chunk: bytes) -> Violation | None:
+        """The line-by-line framing (any line ends, any chunking)."""
         try:
             text = self._pending + self._decoder.decode(chunk)
         except UnicodeDecodeError as e:
@@ -86,6 +196,16 @@ class StreamLint:
         """The end of the stream -> a new violation (None: none, or it was already returned)."""
         if self._checker is None:
             return None
+        if self._array is not None:
+            try:
+                self._array.close()
+            except AssertionError as e:
+                return self._fail(str(e), -1)
+            return self._end()
+        if self._buf:
+            chunk, self._buf = self._buf, b""
+            if self._feed_lines(chunk) is not None:
+                return self.violation
         try:
             tail = self._pending + self._decoder.decode(b"", final=True)
         except UnicodeDecodeError as e:
@@ -95,6 +215,10 @@ class StreamLint:
                 return self._fail("the stream does not end with a blank line (unterminated last event)")
             if self._lines([*_LINES.split(tail.rstrip("\r\n")), ""]) is not None:
                 return self.violation
+        return self._end()
+
+    def _end(self) -> Violation | None:
+        assert self._checker is not None
         try:
             self._checker.send(None)
         except StopIteration:
@@ -139,7 +263,7 @@ class StreamLint:
     def _send(self, frame: Frame) -> bool:
         assert self._checker is not None
         try:
-            self._checker.send(frame)
+            self._hot = self._checker.send(frame)
         except StopIteration:
             self._checker = None
             if frame.data != "[DONE]":
@@ -157,7 +281,12 @@ class StreamLint:
 
 
 class _FlatSummary(Summary):
-    """A Summary that keeps no text: live linting holds only the grammar state, not the content."""
+    """A Summary that keeps no text: live linting holds only the grammar state, not the content. The
+    thinking text is kept (Chat's strict grammar compares it with ``reasoning_details``), as pieces."""
+
+    def __init__(self) -> None:
+        self._thinking: list[str] = []
+        super().__init__()
 
     @property
     def text(self) -> str:
@@ -166,6 +295,19 @@ class _FlatSummary(Summary):
     @text.setter
     def text(self, value: str) -> None:
         pass
+
+    @property
+    def thinking(self) -> str:
+        if len(self._thinking) > 1:
+            self._thinking[:] = ["".join(self._thinking)]
+        return self._thinking[0] if self._thinking else ""
+
+    @thinking.setter
+    def thinking(self, value: str) -> None:
+        self._thinking[:] = [value]
+
+    def add_thinking(self, pieces: list[str]) -> None:
+        self._thinking.extend(pieces)
 
 
 def check_body(protocol: str, body: bytes, *, error: bool = False, strict: bool = True) -> Violation | None:

@@ -97,58 +97,86 @@ def _check_response(r: Any, where: str, status: set[str]) -> dict[str, Any]:
     return r
 
 
-def stream_checker(s: Summary, strict: bool = True) -> Checker:
-    """The stream grammar, incremental: send one ``Frame`` at a time, then ``None`` (see ``drive``)."""
-    phase = "start"  # start -> created -> streaming -> error -> terminal
-    items: dict[str, Item] = {}
-    by_index: dict[int, Item] = {}
-    order: list[Item] = []
-    seq = 0
-    stream_text = ""
-    seen = 0
-    while True:
-        f = yield
-        if f is None:
-            break
-        seen += 1
+class _Stream:
+    """One Responses stream's grammar state (``stream_checker``)."""
+
+    def __init__(self, s: Summary, strict: bool) -> None:
+        self.s = s
+        self.strict = strict
+        self.phase = "start"  # start -> created -> streaming -> error -> terminal
+        self.items: dict[str, Item] = {}
+        self.by_index: dict[int, Item] = {}
+        self.order: list[Item] = []
+        self.seq = 0
+
+    def event(self, f: Frame) -> Any:
+        """Check one frame. -> its variable fields when it is a delta that may repeat (``replay``)."""
+        strict = self.strict
         where = f"event #{f.n}"
         if f.data == "[DONE]":
             need(not strict, f"{where}: Responses streams have no [DONE]")
-            need(phase == "terminal", f"{where}: [DONE] before the terminal event")
-            continue
-        need(phase != "terminal", f"{where}: event after the terminal event")
-        s.events += 1
+            need(self.phase == "terminal", f"{where}: [DONE] before the terminal event")
+            return None
+        need(self.phase != "terminal", f"{where}: event after the terminal event")
+        self.s.events += 1
         obj: dict[str, Any] = f.json()
         need(isinstance(obj, dict) and isinstance(obj.get("type"), str), f"{where}: data must be an object with a type")
         t = obj["type"]
         where = f"event #{f.n} ({t})"
         if f.event is not None or strict:
             need(f.event == t, f"{where}: event: line {f.event!r} does not match data.type")
-        if "sequence_number" in obj or strict:
+        counted = "sequence_number" in obj or strict
+        if counted:
             need(
-                obj.get("sequence_number") == seq,
-                f"{where}: sequence_number {obj.get('sequence_number')!r}, expected {seq}",
+                obj.get("sequence_number") == self.seq,
+                f"{where}: sequence_number {obj.get('sequence_number')!r}, expected {self.seq}",
             )
-        seq += 1
-        if phase == "error":
+        self.seq += 1
+        if self.phase == "error":
             need(t == "response.failed", f"{where}: only response.failed may follow an error event, got {t}")
+        if self.head(t, obj, where):
+            return None
+        need(self.phase == "streaming", f"{where}: {t} before response.in_progress")
+        if t == "response.output_item.added":
+            self.item_added(obj, where)
+        elif t == "response.output_item.done":
+            self.item_done(obj, where)
+        elif t in ITEM_EVENTS or t.startswith(HOSTED_PREFIXES):
+            apply = self.in_item(t, obj, where)
+            if apply is not None:
+                return self.hot(obj, apply, counted)
+        elif strict:
+            raise AssertionError(f"{where}: unknown event type {t!r}")
+        return None
+
+    def hot(self, obj: dict[str, Any], apply: Any, counted: bool) -> Any:
+        slots: list[Any] = [(("delta",), obj["delta"], apply)]
+        if counted:
+            slots.append((("sequence_number",), obj["sequence_number"], self))
+        if type(obj.get("obfuscation")) is str:
+            slots.append((("obfuscation",), obj["obfuscation"], None))
+        return tuple(slots)
+
+    def head(self, t: str, obj: dict[str, Any], where: str) -> bool:
+        """The response-level events (created, in_progress, error, terminal). -> True when ``t`` was one."""
+        s, strict = self.s, self.strict
         if t == "response.created":
-            need(phase == "start", f"{where}: response.created must be first and only once")
+            need(self.phase == "start", f"{where}: response.created must be first and only once")
             r = _check_response(obj.get("response"), where, {"in_progress", "queued"})
             if strict:
                 need(r["output"] == [], f"{where}: response.output must be [] in response.created")
             s.id, s.model = r["id"], r["model"]
-            phase = "created"
-            continue
-        if phase == "start":
+            self.phase = "created"
+            return True
+        if self.phase == "start":
             need(t == "error", f"{where}: first event must be response.created, got {t}")
         if t in ("response.in_progress", "response.queued"):
-            need(phase == "created", f"{where}: {t} must directly follow response.created")
+            need(self.phase == "created", f"{where}: {t} must directly follow response.created")
             r = _check_response(obj.get("response"), where, {"in_progress", "queued"})
             need(r["id"] == s.id, f"{where}: response id changed")
-            phase = "streaming"
-            continue
-        if phase == "created" and strict and t != "error":
+            self.phase = "streaming"
+            return True
+        if self.phase == "created" and strict and t != "error":
             raise AssertionError(f"{where}: response.in_progress must follow response.created")
         if t == "error":
             if "error" in obj and isinstance(obj["error"], dict):  # real API nests it
@@ -157,135 +185,153 @@ def stream_checker(s: Summary, strict: bool = True) -> Checker:
                 err = _check_error_obj(obj, where)
                 need("code" in obj, f"{where}: error event needs code (may be null)")
             s.error = {k: err.get(k) for k in ("type", "code", "message", "param") if k in err}
-            phase = "error"
-            continue
+            self.phase = "error"
+            return True
         if t in TERMINAL:
-            if phase == "error":
-                need(t == "response.failed", f"{where}: an error event must be followed by response.failed")
-            status = {
-                "response.completed": "completed",
-                "response.incomplete": "incomplete",
-                "response.failed": "failed",
-            }[t]
-            r = _check_response(obj.get("response"), where, {status})
-            need(s.id is None or r["id"] == s.id, f"{where}: response id changed")
-            if status != "failed" or strict:
-                for it in order:
-                    need(it.done is not None, f"{where}: item {it.id} ({it.type}) was never done")
-            done_items = [it.done for it in order if it.done is not None]
-            got, want = [essence(o) for o in r["output"]], [essence(o) for o in done_items]
-            if not strict:  # OpenRouter gives the terminal object's items fresh "*_tmp_*" ids
-                for o in got + want:
-                    o.pop("id")
+            self.terminal(t, obj, where)
+            self.phase = "terminal"
+            return True
+        return False
+
+    def terminal(self, t: str, obj: dict[str, Any], where: str) -> None:
+        s, strict = self.s, self.strict
+        if self.phase == "error":
+            need(t == "response.failed", f"{where}: an error event must be followed by response.failed")
+        status = _STATUS[t]
+        r = _check_response(obj.get("response"), where, {status})
+        need(s.id is None or r["id"] == s.id, f"{where}: response id changed")
+        if status != "failed" or strict:
+            for it in self.order:
+                need(it.done is not None, f"{where}: item {it.id} ({it.type}) was never done")
+        done_items = [it.done for it in self.order if it.done is not None]
+        got, want = [essence(o) for o in r["output"]], [essence(o) for o in done_items]
+        if not strict:  # OpenRouter gives the terminal object's items fresh "*_tmp_*" ids
+            for o in got + want:
+                o.pop("id")
+        need(
+            got == want,
+            f"{where}: response.output differs from the items as done:\n{json.dumps(got)[:600]}\nvs\n{json.dumps(want)[:600]}",
+        )
+        for i, it in enumerate(r["output"]):
+            collect_item(s, it, f"{where} output[{i}]", strict)
+        if status == "completed":
+            _check_usage(r.get("usage"), where)
+            s.stop_reason = "completed"
+            for tc in s.tool_calls:
+                if tc.kind == "function":
+                    parse_json_object(tc.arguments, f"{where}: function_call {tc.name!r}")
+        elif status == "incomplete":
+            det = r.get("incomplete_details")
             need(
-                got == want,
-                f"{where}: response.output differs from the items as done:\n{json.dumps(got)[:600]}\nvs\n{json.dumps(want)[:600]}",
+                isinstance(det, dict) and isinstance(det.get("reason"), str),
+                f"{where}: incomplete_details.reason required",
             )
-            for i, it in enumerate(r["output"]):
-                collect_item(s, it, f"{where} output[{i}]", strict)
-            if status == "completed":
-                _check_usage(r.get("usage"), where)
-                s.stop_reason = "completed"
-                for tc in s.tool_calls:
-                    if tc.kind == "function":
-                        parse_json_object(tc.arguments, f"{where}: function_call {tc.name!r}")
-            elif status == "incomplete":
-                det = r.get("incomplete_details")
+            s.stop_reason = f"incomplete:{det['reason']}"
+            if r.get("usage") is not None:
+                _check_usage(r["usage"], where)
+        else:
+            s.stop_reason = "failed"
+            e = r.get("error")
+            if s.error is None:
                 need(
-                    isinstance(det, dict) and isinstance(det.get("reason"), str),
-                    f"{where}: incomplete_details.reason required",
+                    isinstance(e, dict) and isinstance(e.get("message"), str),
+                    f"{where}: response.failed needs response.error.message",
                 )
-                s.stop_reason = f"incomplete:{det['reason']}"
-                if r.get("usage") is not None:
-                    _check_usage(r["usage"], where)
-            else:
-                s.stop_reason = "failed"
-                e = r.get("error")
-                if s.error is None:
-                    need(
-                        isinstance(e, dict) and isinstance(e.get("message"), str),
-                        f"{where}: response.failed needs response.error.message",
-                    )
-                    s.error = {"code": e.get("code"), "message": e["message"]}
-            s.usage = dict(r.get("usage") or {})
-            phase = "terminal"
-            continue
-        need(phase == "streaming", f"{where}: {t} before response.in_progress")
-        if t == "response.output_item.added":
-            oi = obj.get("output_index")
-            item = obj.get("item")
+                s.error = {"code": e.get("code"), "message": e["message"]}
+        s.usage = dict(r.get("usage") or {})
+
+    def item_added(self, obj: dict[str, Any], where: str) -> None:
+        strict, order = self.strict, self.order
+        oi = obj.get("output_index")
+        item = obj.get("item")
+        need(
+            isinstance(item, dict) and isinstance(item.get("type"), str), f"{where}: item must be an object with a type"
+        )
+        need(isinstance(item.get("id"), str) and item["id"], f"{where}: item.id must be a non-empty string")
+        need(item["id"] not in self.items, f"{where}: duplicate item id {item['id']}")
+        if strict:  # the API streams items one after another (LangChain keys on output_index changes)
+            open_items = [o.id for o in order if o.done is None]
             need(
-                isinstance(item, dict) and isinstance(item.get("type"), str),
-                f"{where}: item must be an object with a type",
+                not open_items,
+                f"{where}: item {item['id']} added while item {open_items[0] if open_items else ''} is still open (overlapping output items)",
             )
-            need(isinstance(item.get("id"), str) and item["id"], f"{where}: item.id must be a non-empty string")
-            need(item["id"] not in items, f"{where}: duplicate item id {item['id']}")
-            if strict:  # the API streams items one after another (LangChain keys on output_index changes)
-                open_items = [o.id for o in order if o.done is None]
-                need(
-                    not open_items,
-                    f"{where}: item {item['id']} added while item {open_items[0] if open_items else ''} is still open (overlapping output items)",
-                )
-            if strict:
-                need(oi == len(order), f"{where}: output_index {oi!r}, expected {len(order)}")
-            else:
-                need(is_int(oi) and oi not in by_index, f"{where}: output_index {oi!r} reused")
-            it = Item(item["id"], oi, item["type"], item)
-            if strict:
-                if it.type == "message":
-                    need(
-                        item.get("content") == [] and item.get("role") == "assistant",
-                        f"{where}: message item must start with role assistant and content []",
-                    )
-                elif it.type == "function_call":
-                    need(
-                        bool(item.get("call_id")) and bool(item.get("name")),
-                        f"{where}: function_call needs call_id and name when added",
-                    )
-                    need(item.get("arguments") == "", f'{where}: function_call arguments must be "" when added')
-                elif it.type == "custom_tool_call":
-                    need(
-                        bool(item.get("call_id")) and bool(item.get("name")),
-                        f"{where}: custom_tool_call needs call_id and name when added",
-                    )
-                elif it.type == "reasoning":
-                    need(item.get("summary") == [], f"{where}: reasoning item must start with summary []")
-            items[it.id] = it
-            by_index[oi] = it
-            order.append(it)
-            continue
-        if t == "response.output_item.done":
-            item = obj.get("item")
-            need(isinstance(item, dict), f"{where}: item must be an object")
-            it = items.get(item.get("id"))
-            need(it is not None, f"{where}: item {item.get('id')!r} was never added")
-            need(it.done is None, f"{where}: item {it.id} done twice")
-            need(
-                obj.get("output_index") == it.output_index,
-                f"{where}: output_index {obj.get('output_index')!r} != {it.output_index}",
-            )
-            need(item.get("type") == it.type, f"{where}: item type changed from {it.type} to {item.get('type')}")
-            check_item_done(it, item, where, strict)
-            it.done = item
-            continue
-        if t in ITEM_EVENTS or t.startswith(HOSTED_PREFIXES):
-            it = items.get(obj.get("item_id"))
-            need(it is not None, f"{where}: item_id {obj.get('item_id')!r} was never added")
-            need(
-                obj.get("output_index") == it.output_index,
-                f"{where}: output_index {obj.get('output_index')!r} != {it.output_index} of {it.id}",
-            )
-            late_ok = not strict and t == "response.reasoning_text.done"
-            if not t.startswith(HOSTED_PREFIXES) and not late_ok:
-                need(it.done is None, f"{where}: event for item {it.id} after its output_item.done")
-            if t in ITEM_EVENTS:
-                stream_text = item_event(s, it, t, obj, where, strict)
-            continue
+            need(oi == len(order), f"{where}: output_index {oi!r}, expected {len(order)}")
+        else:
+            need(is_int(oi) and oi not in self.by_index, f"{where}: output_index {oi!r} reused")
+        it = Item(item["id"], oi, item["type"], item)
         if strict:
-            raise AssertionError(f"{where}: unknown event type {t!r}")
+            _check_added(it, item, where)
+        self.items[it.id] = it
+        self.by_index[oi] = it
+        order.append(it)
+
+    def item_done(self, obj: dict[str, Any], where: str) -> None:
+        item = obj.get("item")
+        need(isinstance(item, dict), f"{where}: item must be an object")
+        it = self.items.get(item.get("id"))
+        need(it is not None, f"{where}: item {item.get('id')!r} was never added")
+        need(it.done is None, f"{where}: item {it.id} done twice")
+        need(
+            obj.get("output_index") == it.output_index,
+            f"{where}: output_index {obj.get('output_index')!r} != {it.output_index}",
+        )
+        need(item.get("type") == it.type, f"{where}: item type changed from {it.type} to {item.get('type')}")
+        check_item_done(it, item, where, self.strict)
+        it.done = item
+
+    def in_item(self, t: str, obj: dict[str, Any], where: str) -> Any:
+        it = self.items.get(obj.get("item_id"))
+        need(it is not None, f"{where}: item_id {obj.get('item_id')!r} was never added")
+        need(
+            obj.get("output_index") == it.output_index,
+            f"{where}: output_index {obj.get('output_index')!r} != {it.output_index} of {it.id}",
+        )
+        late_ok = not self.strict and t == "response.reasoning_text.done"
+        if not t.startswith(HOSTED_PREFIXES) and not late_ok:
+            need(it.done is None, f"{where}: event for item {it.id} after its output_item.done")
+        if t in ITEM_EVENTS:
+            return item_event(self.s, it, t, obj, where, self.strict)
+        return None
+
+
+_STATUS = {"response.completed": "completed", "response.incomplete": "incomplete", "response.failed": "failed"}
+
+
+def _check_added(it: Item, item: dict[str, Any], where: str) -> None:
+    """Strict: what each item type carries when it is added."""
+    if it.type == "message":
+        need(
+            item.get("content") == [] and item.get("role") == "assistant",
+            f"{where}: message item must start with role assistant and content []",
+        )
+    elif it.type == "function_call":
+        need(
+            bool(item.get("call_id")) and bool(item.get("name")),
+            f"{where}: function_call needs call_id and name when added",
+        )
+        need(item.get("arguments") == "", f'{where}: function_call arguments must be "" when added')
+    elif it.type == "custom_tool_call":
+        need(
+            bool(item.get("call_id")) and bool(item.get("name")),
+            f"{where}: custom_tool_call needs call_id and name when added",
+        )
+    elif it.type == "reasoning":
+        need(item.get("summary") == [], f"{where}: reasoning item must start with summary []")
+
+
+def stream_checker(s: Summary, strict: bool = True) -> Checker:
+    """The stream grammar, incremental: send one ``Frame`` at a time, then ``None`` (see ``drive``)."""
+    st = _Stream(s, strict)
+    seen = 0
+    hot: Any = None
+    while True:
+        f = yield hot
+        if f is None:
+            break
+        seen += 1
+        hot = st.event(f)
     need(seen > 0, "responses stream: no events")
-    del stream_text
-    need(phase == "terminal", f"responses stream ended in phase {phase!r} without a terminal event")
+    need(st.phase == "terminal", f"responses stream ended in phase {st.phase!r} without a terminal event")
 
 
 def validate_stream(data: bytes, *, strict: bool = True) -> Summary:

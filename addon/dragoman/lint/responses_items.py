@@ -47,9 +47,19 @@ ITEM_EVENTS = {
 @dataclass
 class Part:
     type: str
-    text: str = ""
     done: bool = False
     text_done: bool = False
+    #: the deltas so far (joined when compared: a long part is not copied at every delta)
+    chunks: list[str] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        if len(self.chunks) > 1:
+            self.chunks[:] = ["".join(self.chunks)]
+        return self.chunks[0] if self.chunks else ""
+
+    def add(self, delta: str) -> None:
+        self.chunks.append(delta)
 
 
 @dataclass
@@ -127,7 +137,8 @@ def part_at(parts: list[Part], idx: Any, where: str, what: str) -> Part:
     return parts[idx]
 
 
-def item_event(s: Summary, it: Item, t: str, obj: dict[str, Any], where: str, strict: bool) -> str:
+def item_event(s: Summary, it: Item, t: str, obj: dict[str, Any], where: str, strict: bool) -> Any:
+    """Check one event inside an item. -> for a delta, what takes the next delta's string (``replay``)."""
     if t == "response.content_part.added":
         need(it.type in ("message", "reasoning"), f"{where}: content part on a {it.type} item")
         need(
@@ -152,7 +163,8 @@ def item_event(s: Summary, it: Item, t: str, obj: dict[str, Any], where: str, st
         part = part_at(it.parts, obj.get("content_index"), where, "content part")
         need(not part.done and not part.text_done, f"{where}: delta for a finished content part")
         need(isinstance(obj.get("delta"), str), f"{where}: delta must be a string")
-        part.text += obj["delta"]
+        part.add(obj["delta"])
+        return part.chunks.extend
     elif t in ("response.output_text.done", "response.refusal.done", "response.reasoning_text.done"):
         part = part_at(it.parts, obj.get("content_index"), where, "content part")
         key = "refusal" if t == "response.refusal.done" else "text"
@@ -166,6 +178,7 @@ def item_event(s: Summary, it: Item, t: str, obj: dict[str, Any], where: str, st
         need(it.args_done is None, f"{where}: arguments delta after arguments done")
         need(isinstance(obj.get("delta"), str), f"{where}: delta must be a string")
         it.args.append(obj["delta"])
+        return it.args.extend
     elif t == "response.function_call_arguments.done":
         need(it.type == "function_call", f"{where}: arguments done on a {it.type} item")
         need(it.args_done is None, f"{where}: arguments done twice")
@@ -176,6 +189,7 @@ def item_event(s: Summary, it: Item, t: str, obj: dict[str, Any], where: str, st
         need(it.args_done is None, f"{where}: input delta after input done")
         need(isinstance(obj.get("delta"), str), f"{where}: delta must be a string")
         it.args.append(obj["delta"])
+        return it.args.extend
     elif t == "response.custom_tool_call_input.done":
         need(it.type == "custom_tool_call", f"{where}: input done on a {it.type} item")
         need(obj.get("input") == "".join(it.args), f"{where}: input differs from the concatenated deltas")
@@ -192,7 +206,8 @@ def item_event(s: Summary, it: Item, t: str, obj: dict[str, Any], where: str, st
         part = part_at(it.summary, obj.get("summary_index"), where, "summary part")
         need(not part.done and not part.text_done, f"{where}: delta for a finished summary part")
         need(isinstance(obj.get("delta"), str), f"{where}: delta must be a string")
-        part.text += obj["delta"]
+        part.add(obj["delta"])
+        return part.chunks.extend
     elif t == "response.reasoning_summary_text.done":
         part = part_at(it.summary, obj.get("summary_index"), where, "summary part")
         need(obj.get("text") == part.text, f"{where}: summary text differs from the concatenated deltas")
@@ -204,7 +219,7 @@ def item_event(s: Summary, it: Item, t: str, obj: dict[str, Any], where: str, st
         if strict:
             need(part.text_done, f"{where}: summary part done before reasoning_summary_text.done")
         part.done = True
-    return ""
+    return None
 
 
 def check_item_done(it: Item, item: dict[str, Any], where: str, strict: bool) -> None:

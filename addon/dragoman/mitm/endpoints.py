@@ -11,7 +11,9 @@ GET  /v1/models[/ID]            the upstream's list, converted to the client's s
                                 ``/v1/models/ID`` is answered locally: every name is accepted (it is mapped)
 POST /v1/messages/count_tokens  forwarded when the target is Anthropic; otherwise a local estimate
                                 (``dragoman.translate.tokens``), marked ``x-dragoman-estimate: true``
-POST /v1beta/models/M:countTokens  Gemini's: a local estimate (``gemini_calls``); GET /v1beta/models in Gemini's shape
+POST /v1beta/models/M:countTokens  Gemini's: forwarded when the target is Gemini or Anthropic (``gemini_calls``),
+                                the estimate when the upstream's answer is not a count; GET /v1beta/models in
+                                Gemini's shape
 GET  .../<model endpoint> + Upgrade: websocket
                                 426 Upgrade Required (the Responses WebSocket is taken first by
                                 ``responses.socket`` once its loopback peer is up)
@@ -65,6 +67,8 @@ MODELS_PATHS = ("/v1/models", "/v1beta/models", "/models")
 COUNT_TOKENS_SUFFIX = "/messages/count_tokens"
 #: flow.metadata key naming what Endpoints did with a flow (saved with -w)
 METADATA_KEY = "dragoman_endpoint"
+#: its values for a call sent to the upstream (whose answer is masked for the configured keys)
+FORWARDED = ("count_tokens-forwarded", "countTokens-forwarded")
 
 
 def is_websocket_upgrade(req: http.Request) -> bool:
@@ -110,6 +114,8 @@ class Endpoints:
         self.pending: dict[str, tuple[Protocol, tuple[str, ...]]] = {}
         #: upstream model lists by upstream and credential (``dragoman_models_ttl``)
         self.models_cache = model_lists.ModelListCache(options.MODELS_TTL_DEFAULT)
+        #: flow id -> the client's body of a forwarded ``:countTokens`` (estimated if the upstream fails)
+        self.counts: dict[str, bytes] = {}
         #: forwarded flows carrying credentials until their request is sent
         self.scrubber = Scrubber()
 
@@ -191,18 +197,22 @@ class Endpoints:
         if req.method == "POST" and (path.endswith("/v1" + COUNT_TOKENS_SUFFIX) or path == COUNT_TOKENS_SUFFIX):
             self._count_tokens(flow)
         elif req.method == "POST" and gemini_calls.is_count_tokens(path):
-            status, body = gemini_calls.count_tokens(req.get_content(strict=False) or b"")
-            self._answer(flow, status, body, JSON_CT, "count_tokens", **{"x-dragoman-estimate": "true"})
+            self._gemini_count_tokens(flow)
 
     def responseheaders(self, flow: http.HTTPFlow) -> None:
         self.scrubber.sent(flow)
-        if flow.metadata.get(METADATA_KEY) == "count_tokens-forwarded" and flow.response is not None:
+        if flow.metadata.get(METADATA_KEY) in FORWARDED and flow.response is not None:
             mask_headers(flow.response, self._keys())
 
     def response(self, flow: http.HTTPFlow) -> None:
         self.scrubber.sent(flow)
-        if flow.metadata.get(METADATA_KEY) == "count_tokens-forwarded" and not flow.is_replay:
+        if flow.metadata.get(METADATA_KEY) in FORWARDED and not flow.is_replay:
             mask_whole(flow, self._keys())
+        counted = self.counts.pop(flow.id, None)
+        if counted is not None and flow.response is not None and not flow.is_replay:
+            if gemini_calls.answer(flow.response, self.target, counted):
+                logger.info("flow %s: the upstream could not count; estimated", flow.id)
+                flow.metadata[METADATA_KEY] = "countTokens-estimated"
         pending = self.pending.pop(flow.id, None)
         if pending is None or flow.response is None or flow.is_replay:
             return
@@ -237,6 +247,7 @@ class Endpoints:
     def error(self, flow: http.HTTPFlow) -> None:
         self.scrubber.sent(flow)
         self.pending.pop(flow.id, None)
+        self.counts.pop(flow.id, None)
 
     def done(self) -> None:
         self.scrubber.done()
@@ -338,6 +349,32 @@ class Endpoints:
             "count_tokens-estimated",
             **{"x-dragoman-estimate": "true"},
         )
+
+    def _gemini_count_tokens(self, flow: http.HTTPFlow) -> None:
+        """Forward to a Gemini upstream (or keep the host: the Google API) or an Anthropic one with a base URL
+        (or the reverse target); estimate otherwise (a routes file, another target, nowhere to send it)."""
+        req = flow.request
+        raw = req.get_content(strict=False) or b""
+        target, up = self.target, self.upstream
+        # without a base URL: the reverse target, or Google's API host itself (not Code Assist's: no such path there)
+        google_api = target is Protocol.GEMINI and "/v1internal:" not in req.path
+        known_host = up is not None or hosts.is_reverse(flow) or google_api
+        fwd = None
+        if self._routing() is None and target is not None and known_host:
+            fwd = gemini_calls.forward(raw, req.path, up.path if up is not None else "", target, self.model_map)
+        if fwd is None:
+            status, body = gemini_calls.count_tokens(raw)
+            self._answer(flow, status, body, JSON_CT, "countTokens", **{"x-dragoman-estimate": "true"})
+            return
+        assert target is not None
+        self._rewrite_auth(req, target)  # reads a ``?key=`` before the path is replaced
+        self._route(flow, fwd[0])
+        req.path = fwd[0]  # no query: a client's ``key=`` stays here
+        req.content = fwd[1]
+        req.headers["accept-encoding"] = "identity"
+        self.counts[flow.id] = raw
+        self.scrubber.hold(flow)
+        flow.metadata[METADATA_KEY] = "countTokens-forwarded"
 
     def _count_tokens_routed(self, flow: http.HTTPFlow, body: dict[str, Any], routing: Routing) -> bool:
         """Forward to the route's first upstream when it speaks Anthropic and has a base URL; False: estimate."""

@@ -101,7 +101,8 @@ def install_stream(
     names = state.ctx.extra.get("mcp_names")
     if names:
         state.renamer = McpNameStream(names)
-    lint.start(state, lint_mode, ours=client_stream_type(state) == SSE_CT)  # ``dragoman_lint``
+    # ``dragoman_lint`` (a Gemini client's array stream is linted as one; the upstream's is SSE here)
+    lint.start(state, lint_mode, ours=True, ours_array=client_stream_type(state) == JSON_CT)
     if plan.identity:
         state.translator = PassThrough()
         if track_usage:

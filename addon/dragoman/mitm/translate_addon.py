@@ -319,6 +319,7 @@ class Translate(TranslateConfig):
         state = self._release(flow)
         if state is None:
             return
+        lint.on_abort(flow.id, state)  # ``dragoman_lint=log``: the bytes gathered but not checked yet
         message = flow.error.msg if flow.error else "unknown error"
         if state.watchdog is not None:
             timed_out = state.watchdog.timed_out

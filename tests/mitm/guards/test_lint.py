@@ -9,14 +9,18 @@ import logging
 
 import pytest
 from mitmproxy import exceptions
+from mitmproxy import flow
 from mitmproxy import http
 from mitmproxy.test import taddons
 
 from dragoman import demo as fu
+from dragoman.mitm import inbound
 from dragoman.mitm.flowstate import METADATA_KEY
 from dragoman.mitm.translate_addon import Translate
 from dragoman.translate.stream import StreamTranslator
 from validators import anthropic as va
+from validators import chat as vc
+from validators import responses as vr
 
 from ..test_translate_addon import make_flow
 
@@ -121,3 +125,117 @@ def test_whole_bodies_are_linted(tctx, addon):
     f = whole(tctx, addon, bad, "log")
     sides = [r["side"] for r in f.metadata[METADATA_KEY]["lint"]]
     assert sides[0] == "upstream"
+
+
+# a whole (non-streamed) answer of ours forced broken: (client, upstream, the upstream's reply, the break)
+BROKEN_WHOLE = {
+    "anthropic": ("openai-chat", lambda: fu.chat_reply("text", "gpt-x", False, False).json_body, b'"role":"assistant"'),
+    "openai-chat": (
+        "anthropic",
+        lambda: fu.anthropic_reply("text", "claude-x", False).json_body,
+        b'"object":"chat.completion"',
+    ),
+    "openai-responses": (
+        "anthropic",
+        lambda: fu.anthropic_reply("text", "claude-x", False).json_body,
+        b'"object":"response"',
+    ),
+}
+ERROR_BODY = {
+    "anthropic": va.validate_error_body,
+    "openai-chat": vc.validate_error_body,
+    "openai-responses": vr.validate_error_body,
+}
+
+
+def _broken_whole(tctx, addon, monkeypatch, client: str, mode: str) -> http.HTTPFlow:
+    upstream, reply, token = BROKEN_WHOLE[client]
+    translate = inbound.translate_whole
+
+    def broken(flow, state):  # a bug in our response encoder, simulated
+        translate(flow, state)
+        assert token in flow.response.content
+        flow.response.content = flow.response.content.replace(token, token.replace(b'":"', b'":"x'))
+
+    monkeypatch.setattr(inbound, "translate_whole", broken)
+    tctx.configure(addon, dragoman_target=upstream, dragoman_upstream=UPSTREAM, dragoman_lint=mode)
+    f = make_flow(client)
+    addon.request(f)
+    f.response = http.Response.make(200, json.dumps(reply()).encode(), {"content-type": "application/json"})
+    addon.responseheaders(f)
+    addon.response(f)
+    return f
+
+
+@pytest.mark.parametrize("client", sorted(BROKEN_WHOLE))
+def test_strict_answers_our_broken_whole_body_with_an_error_in_the_clients_protocol(tctx, addon, monkeypatch, client):
+    f = _broken_whole(tctx, addon, monkeypatch, client, "strict")
+    assert f.response.status_code == 502
+    assert f.response.headers["content-type"].startswith("application/json")
+    err = ERROR_BODY[client](f.response.content)  # the strict error grammar of the client's protocol
+    assert "lint: our output" in err["message"] and "breaks the grammar" in err["message"]
+    (rep,) = f.metadata[METADATA_KEY]["lint"]
+    assert (rep["side"], rep["index"]) == ("ours", -1)
+
+
+@pytest.mark.parametrize("client", sorted(BROKEN_WHOLE))
+def test_log_keeps_our_broken_whole_body_and_reports_it(tctx, addon, monkeypatch, client):
+    f = _broken_whole(tctx, addon, monkeypatch, client, "log")
+    assert f.response.status_code == 200
+    assert b'":"x' in f.response.content
+    (rep,) = f.metadata[METADATA_KEY]["lint"]
+    assert rep["side"] == "ours"
+
+
+def _gemini_array_stream(tctx, addon, mode: str, corrupt=None, mp=None) -> tuple[http.HTTPFlow, bytes]:
+    tctx.configure(addon, dragoman_target="openai-chat", dragoman_upstream=UPSTREAM, dragoman_lint=mode)
+    body = json.dumps({"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}).encode()
+    hdrs = {"host": "client.example:8080", "content-type": "application/json", "x-goog-api-key": "k"}
+    f = make_flow("anthropic")
+    f.request = http.Request.make(
+        "POST", "http://client.example:8080/v1beta/models/gemini-x:streamGenerateContent", body, hdrs
+    )
+    addon.request(f)
+    f.response = http.Response.make(200, b"", {"content-type": "text/event-stream"})
+    f.response.raw_content = None
+    if corrupt is not None:
+        feed = StreamTranslator.feed
+        mp.setattr(StreamTranslator, "feed", lambda self, data: corrupt(feed(self, data)))
+    addon.responseheaders(f)
+    assert f.response.headers["content-type"].startswith("application/json")  # the array stream
+    out = b""
+    for ev in [*EVENTS, b""]:
+        r = f.response.stream(ev)
+        out += r if isinstance(r, bytes) else b"".join(r)
+    addon.response(f)
+    return f, out
+
+
+def test_a_gemini_array_stream_of_ours_is_linted(tctx, addon, monkeypatch):
+    f, out = _gemini_array_stream(tctx, addon, "log")
+    assert out.strip().startswith(b"[") and out.endswith(b"]")
+    assert "lint" not in f.metadata[METADATA_KEY]
+    f, out = _gemini_array_stream(
+        tctx, addon, "strict", corrupt=lambda o: o.replace(b'"role":"model"', b'"role":"user"'), mp=monkeypatch
+    )
+    (rep,) = f.metadata[METADATA_KEY]["lint"]
+    assert (rep["side"], rep["protocol"], rep["index"]) == ("ours", "gemini", 0)
+    assert b'"error"' in out and b"lint" in out  # strict: our error element ends the array
+    assert json.loads(out)[-1]["error"]["message"].startswith("Dragoman lint")
+
+
+def test_log_checks_what_it_gathered_when_the_stream_is_cut_off(tctx, addon, caplog):
+    caplog.set_level(logging.WARNING)
+    tctx.configure(addon, dragoman_target="openai-chat", dragoman_upstream=UPSTREAM, dragoman_lint="log")
+    f = make_flow("anthropic", stream=True)
+    addon.request(f)
+    f.response = http.Response.make(200, b"", {"content-type": "text/event-stream"})
+    f.response.raw_content = None
+    addon.responseheaders(f)
+    for ev in [EVENTS[0], b'data: {"choices": "no"}\n\n']:
+        f.response.stream(ev)
+    assert not [r for r in caplog.records if "lint:" in r.getMessage()]  # gathered, not checked yet
+    f.error = flow.Error("connection reset")
+    addon.error(f)
+    lines = [r.getMessage() for r in caplog.records if "lint:" in r.getMessage()]
+    assert len(lines) == 1 and "upstream (chat)" in lines[0] and "event #1" in lines[0]

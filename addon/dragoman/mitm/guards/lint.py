@@ -13,15 +13,26 @@ from dragoman.lint.flow import FlowLint
 from dragoman.lint.flow import describe
 from dragoman.logsafe import logsafe
 from dragoman.mitm.flowstate import FlowState
+from dragoman.protocols.gemini.request_decode import WRAPPED
 
 logger = logging.getLogger(__name__)
 
 
-def start(state: FlowState, mode: str, ours: bool) -> None:
-    """Attach a ``FlowLint`` (``ours``: our output is linted too, False when the bytes pass untouched)."""
+def start(state: FlowState, mode: str, ours: bool, ours_array: bool = False, upstream_array: bool = False) -> None:
+    """Attach a ``FlowLint`` (``ours``: our output is linted too, False when the bytes pass untouched;
+    ``*_array``: that side is a Gemini JSON-array stream, a ``:streamGenerateContent`` without ``alt=sse``)."""
     if mode in ("log", "strict"):
         plan = state.plan
-        state.lint = FlowLint(mode, plan.client.value, plan.upstream.value, ours=ours and not plan.identity)
+        req = state.ctx.request
+        state.lint = FlowLint(
+            mode,
+            plan.client.value,
+            plan.upstream.value,
+            ours=ours and not plan.identity,
+            ours_array=ours_array,
+            upstream_array=upstream_array,
+            ours_wrapped=bool(req is not None and req.extra.get(WRAPPED)),
+        )
 
 
 def _log(flow_id: str, rep: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -49,16 +60,26 @@ def on_stream(flow_id: str, state: FlowState, upstream: bytes, out: bytes, final
         return out
 
 
-def on_body(flow_id: str, state: FlowState, upstream: bytes, upstream_ok: bool, out: bytes, ok: bool) -> bool:
+def on_abort(flow_id: str, state: FlowState) -> None:
+    """The flow failed mid-stream: lint what ``log`` mode gathered but had not checked yet."""
+    lint: FlowLint | None = state.lint
+    if lint is not None:
+        for rep in lint.flush():
+            _log(flow_id, rep)
+
+
+def on_body(
+    flow_id: str, state: FlowState, upstream: bytes, upstream_ok: bool, out: bytes, ok: bool
+) -> dict[str, Any] | None:
     """Lint a whole answer (upstream body and ours; ``ok``: a 2xx body, else an error body).
-    -> True when strict mode must replace our body with an error."""
+    -> the report on our body when strict mode must replace it with an error."""
     lint: FlowLint = state.lint
     if upstream:
         _log(flow_id, lint.body("upstream", upstream, error=not upstream_ok))
     if lint.ours is None:
-        return False
+        return None
     rep = _log(flow_id, lint.body("ours", out, error=not ok))
-    return rep is not None and lint.strict
+    return rep if rep is not None and lint.strict else None
 
 
 def whole_before(flow: Any, state: FlowState, mode: str) -> bytes | None:
@@ -71,16 +92,18 @@ def whole_before(flow: Any, state: FlowState, mode: str) -> bytes | None:
 
 
 def whole_after(flow: Any, state: FlowState, upstream: bytes | None, upstream_status: int) -> None:
-    """After translation: lint both bodies; strict mode answers a broken body of ours with a 502 error."""
+    """After translation: lint both bodies; strict mode answers a broken body of ours with a 502 error in
+    the client's protocol (the violation in its message)."""
     resp = flow.response
     if upstream is None or state.lint is None or resp is None:
         return
     out = resp.get_content(strict=False) or b""
     ok = 200 <= resp.status_code < 300
-    if not on_body(flow.id, state, upstream, 200 <= upstream_status < 300, out, ok):
+    rep = on_body(flow.id, state, upstream, 200 <= upstream_status < 300, out, ok)
+    if rep is None:
         return
     from dragoman.translate.response import error_body  # the protocol encoders, only on this rare path
 
-    info = ErrorInfo(kind=ErrorKind.API_ERROR, message="Dragoman lint: our answer breaks its protocol", status=502)
+    info = ErrorInfo(kind=ErrorKind.API_ERROR, message=f"Dragoman {describe(rep)}", status=502)
     resp.status_code = 502
     resp.content = error_body(info, state.plan.client)

@@ -12,12 +12,14 @@ import math
 from typing import Any
 
 import orjson
+from pydantic import ValidationError
 
 from dragoman.ir.common import ErrorInfo
 from dragoman.ir.common import ErrorKind
 from dragoman.ir.common import kind_from_status
 from dragoman.protocols import _wire
 from dragoman.protocols._checks import safe_message
+from dragoman.protocols.gemini import models as m
 
 #: google.rpc status name -> (IR kind, HTTP status)
 STATUSES: dict[str, tuple[ErrorKind, int]] = {
@@ -60,42 +62,52 @@ def _retry_after(details: Any) -> str | None:
 
 
 def error_info_from_object(err: Any, status: int | None) -> ErrorInfo:
-    """A Gemini ``error`` object -> ErrorInfo; ``status`` is the HTTP status when known."""
-    if not isinstance(err, dict):
-        msg = err if isinstance(err, str) and err else "upstream error"
+    """A Gemini ``error`` object (validated as ``models.Status``) -> ErrorInfo; ``status`` is the HTTP status
+    when known. A string is the message; an object of the wrong shape reads as an unnamed upstream error."""
+    st = None
+    if isinstance(err, dict):
+        try:
+            st = m.Status.model_validate(err)
+        except ValidationError:
+            st = None
+    if st is None:
+        msg = err.get("message") if isinstance(err, dict) else err  # an object of another shape: its message
+        msg = msg if isinstance(msg, str) and msg else "upstream error"
         return ErrorInfo(kind=kind_from_status(status) if status else ErrorKind.API_ERROR, message=msg, status=status)
-    message = err.get("message")
-    if not isinstance(message, str) or not message:
-        message = "upstream error"
-    code = err.get("code")
-    name = err.get("status")
-    if status is None and isinstance(code, int) and 400 <= code < 600:
+    return _from_status(st, status)
+
+
+def _from_status(st: m.Status, status: int | None) -> ErrorInfo:
+    message = st.message or "upstream error"
+    code, name = st.code, st.status
+    if status is None and code is not None and 400 <= code < 600:
         status = code
-    known = STATUSES.get(name) if isinstance(name, str) else None
+    known = STATUSES.get(name) if name is not None else None
     if known is not None:
         kind = known[0]
         if status is None:
             status = known[1]
     else:
         kind = kind_from_status(status) if status else ErrorKind.API_ERROR
-    return ErrorInfo(
-        kind=kind,
-        message=message,
-        status=status,
-        code=name if isinstance(name, str) else None,
-        retry_after=_retry_after(err.get("details")),
-    )
+    return ErrorInfo(kind=kind, message=message, status=status, code=name, retry_after=_retry_after(st.details))
 
 
 def decode_error(status: int, body: bytes, headers: dict[str, str] | None = None) -> ErrorInfo:
+    """An HTTP error body; Gemini's own shape (``{"error": {..., "status"}}``) validated by ``ERROR_ADAPTER``."""
     try:
         obj = orjson.loads(body) if body else None
     except orjson.JSONDecodeError:
         obj = None
     if isinstance(obj, list) and obj and isinstance(obj[0], dict):
         obj = obj[0]
+    wire = None
     if isinstance(obj, dict) and isinstance(obj.get("error"), dict) and "status" in obj["error"]:
-        info = error_info_from_object(obj["error"], status)
+        try:
+            wire = m.ERROR_ADAPTER.validate_python(obj)
+        except ValidationError:
+            wire = None  # not Gemini's shape after all: read as any error body
+    if wire is not None:
+        info = _from_status(wire.error, status)
         if info.retry_after is None and headers:
             info.retry_after = {k.lower(): v for k, v in headers.items()}.get("retry-after")
         return info

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
+from pydantic import ValidationError
 
 from dragoman.errors import UpstreamProtocolError
 from dragoman.ir import search as s
@@ -29,6 +30,7 @@ from dragoman.protocols._checks import token_count
 from dragoman.protocols._custom_args import unwrap_custom_args
 from dragoman.protocols._custom_args import wrap_custom_args
 from dragoman.protocols.base import Context
+from dragoman.protocols.gemini import models as m
 from dragoman.protocols.gemini import search
 from dragoman.protocols.gemini import thoughts
 
@@ -69,10 +71,14 @@ def finish_reason(stop: StopReason | None) -> str:
 
 def blocked_text(feedback: Any) -> str | None:
     """``promptFeedback.blockReason`` as the refusal text a client sees, or None when the prompt was not blocked."""
-    reason = feedback.get("blockReason") if isinstance(feedback, dict) else None
+    if not isinstance(feedback, dict):
+        return None
+    return _blocked(feedback.get("blockReason"), feedback.get("blockReasonMessage"))
+
+
+def _blocked(reason: Any, msg: Any) -> str | None:
     if not isinstance(reason, str) or not reason:
         return None
-    msg = feedback.get("blockReasonMessage")
     return f"The prompt was blocked ({reason})" + (f": {msg}" if isinstance(msg, str) and msg else ".")
 
 
@@ -119,91 +125,95 @@ def call_id(fc: dict[str, Any], response_id: str | None, n: int) -> str:
     return cid if isinstance(cid, str) and cid else f"call_{response_id or 'gemini'}_{n}"
 
 
-def call_part(fc: dict[str, Any], cid: str, ctx: Context) -> ToolCallPart:
-    name = fc.get("name")
-    name = name if isinstance(name, str) else ""
-    args = fc.get("args")
-    arguments = orjson.dumps(args if isinstance(args, dict) else {}).decode()
+# ---------------------------------------------------------------- decode (upstream -> IR)
+
+
+def usage_from(meta: m.UsageMetadata | None) -> Usage | None:
+    """A validated ``usageMetadata`` -> Usage (``decode_usage`` for a whole response)."""
+    if meta is None or (meta.prompt_token_count is None and meta.candidates_token_count is None):
+        return None
+    prompt = token_count(meta.prompt_token_count, "promptTokenCount")
+    cand = token_count(meta.candidates_token_count, "candidatesTokenCount")
+    thoughts_n = token_count(meta.thoughts_token_count, "thoughtsTokenCount")
+    tool_prompt = token_count(meta.tool_use_prompt_token_count, "toolUsePromptTokenCount")
+    return Usage(
+        input_tokens=None if prompt is None else prompt + (tool_prompt or 0),
+        output_tokens=None if cand is None and thoughts_n is None else (cand or 0) + (thoughts_n or 0),
+        cache_read_tokens=token_count(meta.cached_content_token_count, "cachedContentTokenCount"),
+        reasoning_tokens=thoughts_n,
+    )
+
+
+def _call_part(fc: m.FunctionCall, cid: str, ctx: Context) -> ToolCallPart:
+    name = fc.name or ""
+    arguments = orjson.dumps(fc.args if fc.args is not None else {}).decode()
     if name in ctx.custom_tools():
         return ToolCallPart(id=cid, name=name, arguments=unwrap_custom_args(arguments), kind="custom")
     return ToolCallPart(id=cid, name=name, arguments=arguments)
 
 
-# ---------------------------------------------------------------- decode (upstream -> IR)
-
-
-def decode_parts(parts: list[Any], ctx: Context, response_id: str | None) -> list[OutputPart]:
+def decode_parts(parts: list[m.Part], ctx: Context, response_id: str | None) -> list[OutputPart]:
     out: list[OutputPart] = []
     n = 0
     for p in parts:
-        if not isinstance(p, dict):
-            continue
-        sig = p.get("thoughtSignature")
-        fc = p.get("functionCall")
-        cid = call_id(fc, response_id, n) if isinstance(fc, dict) else None
-        if isinstance(sig, str) and sig:
+        sig = p.thought_signature
+        fc = p.function_call if isinstance(p, m.FunctionCallPart) else None
+        cid = (fc.id or f"call_{response_id or 'gemini'}_{n}") if fc is not None else None
+        if sig:
             value = thoughts.wrap(cid or thoughts.PART_KEY, sig)
             last = out[-1] if out else None
-            if type(last) is ThinkingPart and last.signature is None and p.get("thought") is not True:
+            if type(last) is ThinkingPart and last.signature is None and p.thought is not True:
                 last.signature = value
             else:
                 out.append(ThinkingPart(signature=value, summary=True))
-        if isinstance(fc, dict) and cid is not None:
-            out.append(call_part(fc, cid, ctx))
+        if fc is not None and cid is not None:
+            out.append(_call_part(fc, cid, ctx))
             n += 1
-        elif isinstance(p.get("text"), str):
-            if p.get("thought") is True:
-                out.append(ThinkingPart(text=p["text"], summary=True))
-            elif p["text"]:
-                out.append(TextPart(p["text"]))
+        elif isinstance(p, m.TextPart):
+            if p.thought is True:
+                out.append(ThinkingPart(text=p.text, summary=True))
+            elif p.text:
+                out.append(TextPart(p.text))
         else:
-            ctx.dropped.add(next(iter(p), "part"))
+            ctx.dropped.add(m.part_name(p))
     return out
 
 
 def decode_response(body: dict[str, Any], ctx: Context) -> Response:
     if "candidates" not in body and isinstance(body.get("response"), dict):  # Code Assist's wrapped answer
         body = body["response"]
-    cands = body.get("candidates")
-    if cands is not None and not isinstance(cands, list):
-        raise UpstreamProtocolError("Gemini response: candidates is not a list")
-    rid = body.get("responseId")
-    rid = rid if isinstance(rid, str) else ""
-    model = body.get("modelVersion")
-    if not isinstance(model, str):
+    try:
+        wire = m.RESPONSE_ADAPTER.validate_python(body)
+    except ValidationError as e:
+        raise UpstreamProtocolError(f"Gemini response: {m.describe(e)}") from None
+    rid = wire.response_id or ""
+    model = wire.model_version
+    if model is None:
         model = ctx.request.model if ctx.request is not None else ""
-    usage = decode_usage(body.get("usageMetadata")) or Usage()
+    usage = usage_from(wire.usage_metadata) or Usage()
+    cands = wire.candidates
     if not cands:
-        text = blocked_text(body.get("promptFeedback")) or "The model returned no candidates."
+        fb = wire.prompt_feedback
+        text = (fb and _blocked(fb.block_reason, fb.block_reason_message)) or "The model returned no candidates."
         return Response(id=rid, model=model, content=[RefusalPart(text)], stop_reason=StopReason.REFUSAL, usage=usage)
     if len(cands) > 1:
         ctx.dropped.add(DROPPED_CANDIDATES)
-    cand = cands[0] if isinstance(cands[0], dict) else {}
-    content = cand.get("content")
-    parts = content.get("parts") if isinstance(content, dict) else None
-    out = decode_parts(parts if isinstance(parts, list) else [], ctx, rid)
-    meta = cand.get("groundingMetadata")
-    if isinstance(meta, dict):
-        out = _grounded(out, parts if isinstance(parts, list) else [], meta, rid, ctx)
+    cand = cands[0]
+    parts = cand.content.parts if cand.content is not None else []
+    out = decode_parts(parts, ctx, rid)
+    if cand.grounding_metadata is not None:
+        out = _grounded(out, parts, cand.grounding_metadata, rid, ctx)
     calls = any(type(p) is ToolCallPart for p in out)
-    reason = cand.get("finishReason")
-    stop = finish_stop(reason, calls) if isinstance(reason, str) else StopReason.END_TURN
+    reason = cand.finish_reason
+    stop = finish_stop(reason, calls) if reason is not None else StopReason.END_TURN
     return Response(id=rid, model=model, content=out, stop_reason=stop, usage=usage)
 
 
 def _grounded(
-    out: list[OutputPart], parts: list[Any], meta: dict[str, Any], rid: str, ctx: Context
+    out: list[OutputPart], parts: list[m.Part], meta: dict[str, Any], rid: str, ctx: Context
 ) -> list[OutputPart]:
     """The answer with its grounding: the searches before its first text or call, the supports as citations."""
-    raw = [
-        i
-        for i, p in enumerate(parts)
-        if isinstance(p, dict)
-        and not isinstance(p.get("functionCall"), dict)
-        and isinstance(p.get("text"), str)
-        and p["text"]
-        and p.get("thought") is not True
-    ]
+    raw = [i for i, p in enumerate(parts) if isinstance(p, m.TextPart) and p.text and p.thought is not True]
     texts = [p for p in out if type(p) is TextPart]
     search.cite_texts(meta, list(zip(raw, texts)), ctx.dropped)
     searches = search.searches_from(meta, rid, ctx.dropped)

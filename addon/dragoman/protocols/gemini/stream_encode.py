@@ -86,6 +86,10 @@ class GeminiStreamEncoder(StreamEncoder):
         self._refused = False  # a refusal block was sent (as text): the finish reason says SAFETY
         self._grounding = search.Grounding(ctx.dropped)
         self._bytes = 0  # UTF-8 bytes of answer text sent so far
+        #: a one-part SSE event's bytes before and after the part's text value (set at the start; None when the
+        #: events are array elements or wrapped): a text delta is then these and one ``dumps`` of its text
+        self._pre: bytes | None = None
+        self._post = b""
 
     # -- framing
 
@@ -118,14 +122,19 @@ class GeminiStreamEncoder(StreamEncoder):
             b = self._blocks.get(ev.index)
             if b is None:
                 return self._unexpected(ev)
-            b.text.append(ev.text)
-            self._bytes += len(ev.text) if ev.text.isascii() else len(ev.text.encode())
-            return self._event([self._signer.sign({"text": ev.text})])
+            text = ev.text
+            b.text.append(text)
+            self._bytes += len(text) if text.isascii() else len(text.encode())
+            if self._pre is not None and not self._signer.pending:
+                return self._pre + _dumps(text) + b"}" + self._post
+            return self._event([self._signer.sign({"text": text})])
         if type(ev) is ThinkingDelta:
             b = self._blocks.get(ev.index)
             if b is None:
                 return self._unexpected(ev)
             b.text.append(ev.text)
+            if self._pre is not None:
+                return self._pre + _dumps(ev.text) + b',"thought":true}' + self._post
             return self._event([{"text": ev.text, "thought": True}])
         if type(ev) is ToolArgsDelta:
             b = self._blocks.get(ev.index)
@@ -187,6 +196,9 @@ class GeminiStreamEncoder(StreamEncoder):
             return self._unexpected(ev)
         self._started = True
         self._tail = b',"modelVersion":' + _dumps(ev.model) + b',"responseId":' + _dumps(ev.id) + b"}"
+        if not self.array and not self.wrapped:
+            self._pre = b'data: {"candidates":[{"content":{"role":"model","parts":[{"text":'
+            self._post = b']},"index":0}]' + self._tail + b"\n\n"
         if ev.usage is not None:
             self._usage = self._usage.merged(ev.usage)
         return b""
