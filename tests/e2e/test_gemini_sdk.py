@@ -14,7 +14,9 @@ import pytest
 
 from dragoman import demo as fu
 from dragoman.demo.answer import Answer
+from dragoman.demo.gemini import REQUIRE_SIGNATURES
 from dragoman.demo.gemini import THOUGHT_SIGNATURE
+from dragoman.demo.gemini import step_signature
 from dragoman.demo.render import render
 from dragoman.demo.wire import Reply
 from dragoman.demo.wire import Request
@@ -271,50 +273,88 @@ def test_openai_sdk_on_gemini_keeps_signatures_over_two_tool_rounds(gproxies, gf
     assert len(_gemini_calls(gfake, tid)) == 2
 
 
+def _chat_client(openai, proxy: Proxy, tid: str, scenario: str, strict: bool = False):
+    headers = {"x-test-id": tid, "x-fake-scenario": scenario}
+    if strict:  # the fake answers 400 unless each step's first call comes back with the signature it gave
+        headers[REQUIRE_SIGNATURES] = "1"
+    return openai.OpenAI(
+        base_url=f"http://127.0.0.1:{proxy.port}/v1", api_key="k", max_retries=0, default_headers=headers
+    )
+
+
+def _chat_ask(c, stream: bool, **kw):
+    if not stream:
+        return c.chat.completions.create(model="gemini-3-pro", **kw)
+    with c.chat.completions.stream(model="gemini-3-pro", stream_options={"include_usage": True}, **kw) as s:
+        return s.get_final_completion()
+
+
+CHAT_TOOLS = [
+    {"type": "function", "function": {"name": n, "parameters": {"type": "object", "properties": {}}}}
+    for n in ("get_weather", "get_time")
+]
+
+
 @pytest.mark.parametrize("stream", [False, True], ids=["create", "stream"])
 def test_openai_chat_sdk_on_gemini(gproxies, gfake, stream):
     """The openai SDK's Chat Completions on a Gemini upstream: text, usage and a two-round parallel tool loop,
-    whole and streamed (the SDK's own stream accumulator). A Chat client keeps no thought signature, so each
-    step's first call goes back with Google's documented skip value (Gemini 3 answers 400 without one)."""
+    whole and streamed (the SDK's own stream accumulator). Each step's first call reaches the client signed as
+    Google's OpenAI-compatible layer signs it (``extra_content.google.thought_signature``); the SDK's message,
+    handed back as the app got it, brings the signature back to its ``functionCall`` part, and the fake, which
+    requires each step's own signature (no skip value), answers every round."""
     openai = pytest.importorskip("openai")
     proxy = gproxies("gemini")
     tid = uuid.uuid4().hex
 
-    def client(scenario: str):
-        return openai.OpenAI(
-            base_url=f"http://127.0.0.1:{proxy.port}/v1",
-            api_key="k",
-            max_retries=0,
-            default_headers={"x-test-id": tid, "x-fake-scenario": scenario},
-        )
-
-    def ask(c, **kw):
-        if not stream:
-            return c.chat.completions.create(model="gemini-3-pro", **kw)
-        with c.chat.completions.stream(model="gemini-3-pro", stream_options={"include_usage": True}, **kw) as s:
-            return s.get_final_completion()
-
-    done = ask(client("text"), messages=[{"role": "user", "content": "Say hello."}])
+    done = _chat_ask(_chat_client(openai, proxy, tid, "text"), stream, messages=[{"role": "user", "content": "Hi."}])
     assert done.choices[0].message.content == fu.TEXT
     assert done.choices[0].finish_reason == "stop"
     assert (done.usage.prompt_tokens, done.usage.completion_tokens) == (fu.USAGE_IN, fu.USAGE_OUT)
     assert _seen(gfake, tid)[-1].headers.get("x-goog-api-key") == "k"
 
-    tools = [
-        {"type": "function", "function": {"name": n, "parameters": {"type": "object", "properties": {}}}}
-        for n in ("get_weather", "get_time")
-    ]
-    c = client("tools")
+    c = _chat_client(openai, proxy, tid, "tools", strict=True)
     messages: list = [{"role": "user", "content": "go"}]
-    for _round in range(2):
-        done = ask(c, messages=messages, tools=tools)
+    for step in range(2):
+        done = _chat_ask(c, stream, messages=messages, tools=CHAT_TOOLS)
         msg = done.choices[0].message
         assert done.choices[0].finish_reason == "tool_calls"
         assert [t.function.name for t in msg.tool_calls] == ["get_weather", "get_time"]
-        messages.append(msg.model_dump(exclude_none=True))
+        dumped = msg.model_dump(exclude_none=True)
+        assert [t.get("extra_content") for t in dumped["tool_calls"]] == [
+            {"google": {"thought_signature": step_signature(step)}},
+            None,
+        ]
+        messages.append(dumped)
         messages += [{"role": "tool", "tool_call_id": t.id, "content": "ok"} for t in msg.tool_calls]
-    ask(c, messages=messages, tools=tools)
+    done = _chat_ask(c, stream, messages=messages, tools=CHAT_TOOLS)
+    assert done.choices[0].finish_reason == "tool_calls"  # the fake accepted the history
     turns = _gemini_calls(gfake, tid)
-    assert len(turns) == 2
-    for calls in turns:
-        assert [c.get("thoughtSignature") for c in calls] == ["skip_thought_signature_validator", None]
+    assert [[c.get("thoughtSignature") for c in calls] for calls in turns] == [
+        [step_signature(0), None],
+        [step_signature(1), None],
+    ]
+    assert "skip_thought_signature_validator" not in json.dumps(_seen(gfake, tid)[-1].body)
+
+
+def test_openai_chat_sdk_on_gemini_message_objects_and_a_lost_signature(gproxies, gfake):
+    """The SDK's message object appended as is (the pattern of Google's own OpenAI-compatibility examples)
+    brings the signature back too; a history whose call lost it gets Google's skip value, which the strict
+    fake refuses: the check above can fail."""
+    openai = pytest.importorskip("openai")
+    proxy = gproxies("gemini")
+    tid = uuid.uuid4().hex
+    c = _chat_client(openai, proxy, tid, "tools", strict=True)
+    messages: list = [{"role": "user", "content": "go"}]
+    msg = _chat_ask(c, False, messages=messages, tools=CHAT_TOOLS).choices[0].message
+    results = [{"role": "tool", "tool_call_id": t.id, "content": "ok"} for t in msg.tool_calls]
+    again = _chat_ask(c, False, messages=[*messages, msg, *results], tools=CHAT_TOOLS)
+    assert again.choices[0].finish_reason == "tool_calls"
+    assert [p.get("thoughtSignature") for p in _gemini_calls(gfake, tid)[0]] == [step_signature(0), None]
+
+    lost = msg.model_dump(exclude_none=True)
+    for t in lost["tool_calls"]:
+        t.pop("extra_content", None)
+    with pytest.raises(openai.BadRequestError, match="(?i)thought.signature"):
+        _chat_ask(c, False, messages=[*messages, lost, *results], tools=CHAT_TOOLS)
+    sent = _gemini_calls(gfake, tid)[0]
+    assert [p.get("thoughtSignature") for p in sent] == ["skip_thought_signature_validator", None]

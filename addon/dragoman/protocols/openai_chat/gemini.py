@@ -15,6 +15,15 @@ and hands it back; ``sign_calls`` then puts each signature back on its call (by 
 Nothing is added where nothing was carried (OpenAI rejects unknown fields); an Anthropic upstream never
 gets the value (``content_encode`` drops carried values that are not Anthropic's).
 
+A Chat CLIENT gets these signatures (from a Chat upstream or a Gemini-native one, whose ``thoughtSignature``
+on a ``functionCall`` part the Gemini decoders carry the same way) exactly as Google's compat layer gives
+them: ``extra_content.google.thought_signature`` on the signed call, in the whole message and on the call's
+first stream delta (on a later delta of the call when the signature arrives after it started). Its next
+request hands them back on the assistant message's calls, which the request decoder reads into the same
+carrier (``sign_parts``), so a Gemini upstream gets each on its ``functionCall`` part and a Chat upstream on
+its call. A signature not keyed by a call id (Gemini's on a text part) has no place in Chat and is named
+dropped (``thinking_signature``), as every other signature a Chat client cannot keep.
+
 Thought summaries (``include_thoughts``, asked by the ``gemini`` profile): streamed as ``content`` deltas
 flagged ``extra_content: {"google": {"thought": true}}``, the first one opening with ``<thought>``; the first
 unflagged content after them starts with ``</thought>`` (shape from a Gemini log quoted in a public client's
@@ -25,6 +34,8 @@ profile on, flagged content is thinking and the tags are removed; a whole reply'
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 from typing import Any
 from typing import Protocol
@@ -160,9 +171,10 @@ def stream_signature(
     return slot
 
 
-def sign_parts(content: list[OutputPart], wire: list[ToolCall] | None, calls: list[ToolCallPart]) -> list[OutputPart]:
-    """A whole message's tool call parts, each signed one preceded by its carrying thinking part as the stream
-    decoder makes it (the reasoning part right before the first call, when unsigned, carries it instead)."""
+def sign_parts(content: Sequence[Any], wire: list[ToolCall] | None, calls: list[ToolCallPart]) -> list[OutputPart]:
+    """A whole message's tool call parts (an upstream's answer, or a Chat client's assistant message in its
+    history), each signed one preceded by its carrying thinking part as the stream decoder makes it (the
+    reasoning part right before the first call, when unsigned, carries it instead)."""
     out: list[OutputPart] = []
     wire = wire or []
     for i, part in enumerate(calls):  # one part per wire call, then a legacy function_call
@@ -190,15 +202,28 @@ def restore(signature: str | None, into: dict[str, str]) -> bool:
     return True
 
 
+def sign_tool_calls(calls: Iterable[dict[str, Any]], sigs: dict[str, str]) -> None:
+    """Put the signature of each call (by id) on it, taking it out of ``sigs``."""
+    for c in calls:
+        sig = sigs.pop(c["id"], None)
+        if sig is not None:
+            c["extra_content"] = extra_content(sig)
+
+
 def sign_calls(messages: list[dict[str, Any]], sigs: dict[str, str], dropped: Dropped) -> None:
     """Put each carried signature on its assistant tool call (by id); one whose call is gone is named."""
     if not sigs:
         return
     for m in messages:
         if m.get("role") == "assistant":
-            for c in m.get("tool_calls") or ():
-                sig = sigs.pop(c["id"], None)
-                if sig is not None:
-                    c["extra_content"] = extra_content(sig)
+            sign_tool_calls(m.get("tool_calls") or (), sigs)
     if sigs:
         dropped.add(DROPPED)
+
+
+# ---------------------------------------------------------------- encoding (toward a Chat client)
+
+
+def late_signature(tindex: int, signature: str) -> dict[str, Any]:
+    """The stream delta giving an already started call (Chat index ``tindex``) its signature."""
+    return {"tool_calls": [{"index": tindex, "extra_content": extra_content(signature)}]}

@@ -3,7 +3,8 @@
 History comes in every shape third-party clients send: system/developer messages (leading ones become
 the system prompt, later ones stay in place), user content parts (images and files as ``data:`` URLs),
 assistant ``reasoning_content``/``reasoning``/``reasoning_details``/Mistral ``thinking`` parts, refusals, tool calls (custom
-tools travel as function calls with one ``input`` argument), ``tool`` results and the legacy
+tools travel as function calls with one ``input`` argument; Gemini's thought signature on a call, as
+``extra_content``, is carried as the response decoders carry it: see ``gemini``), ``tool`` results and the legacy
 ``function_call``/``function`` pair (synthesized ids, answered in order by name).
 """
 
@@ -34,6 +35,7 @@ from dragoman.ir.request import ToolResultPart
 from dragoman.protocols._custom_args import unwrap_custom_args
 from dragoman.protocols._data_url import split_data_url
 from dragoman.protocols._wire import describe_validation_error
+from dragoman.protocols.openai_chat import gemini
 from dragoman.protocols.openai_chat import models as m
 from dragoman.protocols.openai_chat import reasoning_details
 from dragoman.protocols.openai_chat import search
@@ -317,12 +319,14 @@ def _assistant_parts(msg: m.AssistantMessage, where: str, h: _History) -> list[P
                 raise ClientRequestError(f"{where}.content[{j}]: unsupported content part type {t!r}")
     if msg.refusal:
         parts.append(RefusalPart(msg.refusal))
+    calls: list[ToolCallPart] = []
     for j, tc in enumerate(msg.tool_calls or []):
         part = _tool_call_part(tc, f"{where}.tool_calls[{j}]")
         if part.kind == "function" and part.name in h.custom_names:
             part.kind = "custom"
             part.arguments = unwrap_custom_args(part.arguments)
-        parts.append(part)
+        calls.append(part)
+    parts.extend(gemini.sign_parts(parts, msg.tool_calls, calls))  # Gemini's signatures the client kept
     fc = msg.function_call
     if fc is not None and fc.name:
         h.legacy_n += 1

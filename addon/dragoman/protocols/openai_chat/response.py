@@ -5,7 +5,8 @@ Decoding reads choice 0 (any other choice, n > 1, is named in ``ctx.dropped``); 
 ``reasoning_details``) or Mistral ``thinking`` content parts; Gemini's thought signatures on tool calls
 are carried in a thinking part (see ``gemini``). Encoding writes one choice with ``content``,
 ``refusal``, ``reasoning_content``, ``reasoning_details`` (OpenRouter's shape, carrying Claude's thinking
-signatures; see ``reasoning_details``) and ``tool_calls`` (custom tools wrapped as function calls).
+signatures; see ``reasoning_details``) and ``tool_calls`` (custom tools wrapped as function calls; Gemini's
+thought signatures on their calls as ``extra_content``, see ``gemini``).
 """
 
 from __future__ import annotations
@@ -205,6 +206,7 @@ def encode_response(resp: Response, ctx: Context) -> dict[str, Any]:
     refusals: list[str] = []
     calls: list[dict[str, Any]] = []
     annotations: list[dict[str, Any]] = []
+    signed: dict[str, str] = {}  # Gemini's thought signatures by tool call id
     at = 0
     for p in resp.content:
         if isinstance(p, TextPart):
@@ -218,6 +220,8 @@ def encode_response(resp: Response, ctx: Context) -> dict[str, Any]:
             if entry is not None:
                 details.append(entry)
             carried = p.redacted_data or reasoning_details.anthropic_signature(p.signature)  # in the entry
+            if gemini.restore(p.signature, signed):  # Gemini's go on their calls (below)
+                carried = "gemini"
             if not carried and ((p.signature and not is_unsigned(p.signature)) or p.encrypted_content):
                 ctx.dropped.add("thinking_signature")
         elif isinstance(p, RefusalPart):
@@ -238,6 +242,9 @@ def encode_response(resp: Response, ctx: Context) -> dict[str, Any]:
         message["reasoning_details"] = details
     if calls:
         message["tool_calls"] = calls
+        gemini.sign_tool_calls(calls, signed)
+    if signed:  # not keyed by a call of this answer (Gemini's on a text part): Chat has no place for it
+        ctx.dropped.add("thinking_signature")
     if annotations:
         message["annotations"] = annotations
     finish = IR_TO_CHAT.get(resp.stop_reason, "stop") if resp.stop_reason is not None else "stop"

@@ -7,7 +7,8 @@ when the client asked for it (``stream_options.include_usage``); ``MessageStop``
 A ``MessageDelta`` with ``end_turn`` after tool-call blocks is sent as ``finish_reason: "tool_calls"``
 (Chat clients' agent loops key on it). Each thinking block is also one OpenRouter ``reasoning_details``
 entry beside ``reasoning_content`` (text pieces, then Claude's signature; ``redacted_thinking`` as
-``reasoning.encrypted``): see ``reasoning_details``.
+``reasoning.encrypted``): see ``reasoning_details``. Gemini's thought signatures go on their calls as
+``extra_content`` (the call's first delta; see ``gemini``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 import orjson
 
 from dragoman.errors import TranslationError
+from dragoman.ir import carry
 from dragoman.ir.carry import is_unsigned
 from dragoman.ir.common import ErrorInfo
 from dragoman.ir.common import StopReason
@@ -42,6 +44,7 @@ from dragoman.ir.mapping import IR_TO_CHAT
 from dragoman.ir.request import CUSTOM_TOOL_PARAM
 from dragoman.protocols.base import Context
 from dragoman.protocols.base import StreamEncoder
+from dragoman.protocols.openai_chat import gemini
 from dragoman.protocols.openai_chat import reasoning_details
 from dragoman.protocols.openai_chat import search
 from dragoman.protocols.openai_chat.errors import error_frame
@@ -87,6 +90,8 @@ class ChatStreamEncoder(StreamEncoder):
         self._next_tool = 0
         self._usage = Usage()
         self._sig_dropped = False
+        self._signed: dict[str, str] = {}  # Gemini's thought signatures by the id of a call not started yet
+        self._call_ids: dict[str, int] = {}  # tool call id -> its Chat index (a signature after its start)
         self._entries: dict[int, int] = {}  # thinking block index -> its reasoning_details entry index
         self._tails: dict[int, bytes] = {}  # thinking block index -> the end of its text chunks (hot path)
         #: search in play: content characters sent so far, and where each text block starts (annotation spans)
@@ -229,12 +234,17 @@ class ChatStreamEncoder(StreamEncoder):
             self._next_tool = tindex + 1
             self._tool_index[ev.index] = tindex
             args = '{"' + CUSTOM_TOOL_PARAM + '":"' if kind is BlockKind.CUSTOM_TOOL_CALL else ""
+            cid = ev.tool_call_id or f"call_{tindex}"
+            self._call_ids[cid] = tindex
             call = {
                 "index": tindex,
-                "id": ev.tool_call_id or f"call_{tindex}",
+                "id": cid,
                 "type": "function",
                 "function": {"name": ev.name or "", "arguments": args},
             }
+            sig = self._signed.pop(cid, None) if self._signed else None
+            if sig is not None:
+                call["extra_content"] = gemini.extra_content(sig)
             return self._chunk({"tool_calls": [call]})
         return b""
 
@@ -246,7 +256,18 @@ class ChatStreamEncoder(StreamEncoder):
         return entry
 
     def _signature(self, ev: SignatureDelta) -> bytes:
-        """Claude's signature: the last piece of the block's entry. Any other: dropped (named once)."""
+        """Claude's signature: the last piece of the block's entry. Gemini's: held for its call's first delta, or
+        on a delta of its own when the call already started. Any other: dropped (named once)."""
+        gsigs = carry.unwrap_gemini(ev.signature)
+        if gsigs is not None:
+            out = b""
+            for cid, gsig in gsigs.items():
+                tindex = self._call_ids.get(cid)
+                if tindex is None:
+                    self._signed[cid] = gsig
+                else:
+                    out += self._chunk(gemini.late_signature(tindex, gsig))
+            return out
         sig = reasoning_details.anthropic_signature(ev.signature)
         if sig is not None and self._kinds.get(ev.index) is _THINKING:
             return self._chunk({"reasoning_details": [reasoning_details.signature_entry(sig, self._entry(ev.index))]})
@@ -256,6 +277,8 @@ class ChatStreamEncoder(StreamEncoder):
         return b""
 
     def _message_delta(self, ev: MessageDelta) -> bytes:
+        if self._signed:  # no call of this answer took it (Gemini's on a text part): Chat has no place for it
+            self.ctx.dropped.add("thinking_signature")
         if ev.usage is not None:
             self._usage = self._usage.merged(ev.usage)
         finish = IR_TO_CHAT.get(ev.stop_reason, "stop") if ev.stop_reason is not None else "stop"
