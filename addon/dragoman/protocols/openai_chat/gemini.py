@@ -225,5 +225,6 @@ def sign_calls(messages: list[dict[str, Any]], sigs: dict[str, str], dropped: Dr
 
 
 def late_signature(tindex: int, signature: str) -> dict[str, Any]:
-    """The stream delta giving an already started call (Chat index ``tindex``) its signature."""
-    return {"tool_calls": [{"index": tindex, "extra_content": extra_content(signature)}]}
+    """The stream delta giving an already started call (Chat index ``tindex``) its signature (with an empty
+    arguments piece: the official SDK's accumulator requires ``function`` on every delta of a function call)."""
+    return {"tool_calls": [{"index": tindex, "function": {"arguments": ""}, "extra_content": extra_content(signature)}]}
