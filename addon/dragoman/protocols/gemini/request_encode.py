@@ -91,8 +91,8 @@ def _user_parts(m: Message, names: dict[str, str], ctx: Context) -> list[dict[st
 
 
 def _skip_unsigned(contents: list[dict[str, Any]], ctx: Context) -> None:
-    """A model turn whose calls carry no signature (a history from another model, or a client that cannot
-    keep one: Chat) gets Google's documented skip value on its first call, or Gemini 3 answers 400."""
+    """A model turn whose calls carry no signature (a history from another model, or a Chat client that did
+    not hand back ``extra_content``) gets Google's documented skip value on its first call, or Gemini 3 answers 400."""
     for c in contents:
         if c["role"] != "model":
             continue
