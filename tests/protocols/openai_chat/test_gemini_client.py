@@ -85,16 +85,41 @@ def _raw_signatures(data: bytes) -> dict[int, list[Any]]:
     return out
 
 
+def _raw_tool_calls(data: bytes) -> list[dict[str, Any]]:
+    """The tool calls the chunks add up to, accumulated independently (strings appended, the rest kept)."""
+    calls: dict[int, dict[str, Any]] = {}
+    for d in _deltas(data):
+        for tc in d.get("tool_calls") or ():
+            slot = calls.setdefault(tc["index"], {"function": {"arguments": ""}})
+            for k, v in tc.items():
+                if k == "function":
+                    slot["function"]["arguments"] += v.get("arguments") or ""
+                    if v.get("name"):
+                        slot["function"]["name"] = v["name"]
+                elif k != "index":
+                    slot[k] = v
+    return [calls[i] for i in sorted(calls)]
+
+
 def _sdk_tool_calls(data: bytes) -> list[dict[str, Any]]:
-    """The tool calls the official SDK's stream accumulator assembles, as an app hands them back."""
-    streaming = pytest.importorskip("openai.lib.streaming.chat")
-    ChatCompletionChunk = pytest.importorskip("openai.types.chat").ChatCompletionChunk
-    state = streaming.ChatCompletionStreamState()
+    """The tool calls as an app hands them back: the official SDK's stream accumulator's (when the SDK is
+    installed, and then the same as the independent accumulation), else the independent accumulation."""
+    raw = _raw_tool_calls(data)
+    try:
+        from openai.lib.streaming.chat import ChatCompletionStreamState
+        from openai.types.chat import ChatCompletionChunk
+    except ImportError:  # the Python 3.11 environment has no SDK in-process
+        return raw
+    state = ChatCompletionStreamState()
     for ev in SSEDecoder().feed(data):
         if ev.data != "[DONE]":
             state.handle_chunk(ChatCompletionChunk.model_validate_json(ev.data))
     msg = state.get_final_completion().choices[0].message
-    return msg.model_dump(exclude_none=True)["tool_calls"]
+    sdk = msg.model_dump(exclude_none=True)["tool_calls"]
+    assert [{k: v for k, v in c.items() if k not in ("type", "index")} for c in sdk] == [
+        {k: v for k, v in c.items() if k != "type"} for c in raw
+    ]
+    return sdk
 
 
 def _calls_events(first_sig: str | None, second_sig: str | None = None) -> list[Any]:
