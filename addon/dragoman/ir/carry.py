@@ -9,7 +9,7 @@ original values. OpenRouter's Chat ``reasoning_details`` entries become a thinki
 ``OPENROUTER_TAG + base64url(json)`` (see ``dragoman.protocols.openai_chat.reasoning_details``), restored
 on the assistant message when the next request goes to a Chat upstream; Gemini's thought signatures on Chat
 tool calls become a thinking ``signature`` ``GEMINI_TAG + base64url(json {call id: signature})`` (see
-``dragoman.protocols.openai_chat.gemini``), restored on those tool calls for a Chat upstream. Native values never start with our tags, so they are never confused, and a carried
+``dragoman.protocols.openai_chat.gemini``), restored on those tool calls for a Chat upstream or a Chat client. Native values never start with our tags, so they are never confused, and a carried
 value is only ever unwrapped for the protocol it came from: encoders drop (and log) a carried value
 whose origin is not their own upstream.
 """
