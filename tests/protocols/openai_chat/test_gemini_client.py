@@ -5,9 +5,8 @@ signature, as both Gemini decoders and the Chat decoder make it) reaches a Chat 
 ``extra_content.google.thought_signature`` on that call: in the whole message, and on the call's first
 stream delta (on a delta of its own when it arrives after the call started). The official SDK's stream
 accumulator assembles the same tool calls the whole response has. The client's next request carries it on
-the assistant message's call; the request decoder turns it back into the same carrier, which the Chat
-encoder puts back on the call (Gemini profile: no skip placeholder for that turn). Signatures that are not
-Gemini's keep today's rules (Claude's in ``reasoning_details``, others named dropped).
+the assistant message's call (decoding it: test_gemini_history.py). Signatures that are not Gemini's keep
+today's rules (Claude's in ``reasoning_details``, others named dropped).
 """
 
 from __future__ import annotations
@@ -32,11 +31,9 @@ from dragoman.ir.events import SignatureDelta
 from dragoman.ir.events import ThinkingDelta
 from dragoman.ir.events import ToolArgsDelta
 from dragoman.ir.request import Request
-from dragoman.ir.request import TextPart
 from dragoman.ir.request import ThinkingPart
 from dragoman.ir.request import ToolCallPart
 from dragoman.ir.response import Response
-from dragoman.protocols import profiles
 from dragoman.protocols.base import Context
 from dragoman.protocols.openai_chat import CODEC
 from dragoman.sse import SSEDecoder
@@ -47,6 +44,7 @@ from .test_gemini import SIG_A
 from .test_gemini import SIG_B
 from .test_gemini import TIME
 from .test_gemini import WEATHER
+from .test_gemini import call
 from .test_gemini import stream
 from .test_gemini import whole
 
@@ -305,123 +303,8 @@ def test_signed_calls_pass_a_chat_client_as_google_sent_them(name):
     assert _wire_signatures(body["choices"][0]["message"]["tool_calls"]) == expected
 
 
-# ---------------------------------------------------------------- from a Chat client's history
-
-
-def _history(assistant: dict[str, Any]) -> dict[str, Any]:
-    ids = [tc["id"] for tc in assistant.get("tool_calls") or ()]
-    return {
-        "model": "gemini-3-pro",
-        "messages": [
-            {"role": "user", "content": "Weather and time in Paris?"},
-            assistant,
-            *({"role": "tool", "tool_call_id": i, "content": "ok"} for i in ids),
-        ],
-    }
-
-
-def _call(cid: str, name: str, args: dict[str, Any], signed: dict[str, Any] | None = None) -> dict[str, Any]:
-    tc: dict[str, Any] = {"id": cid, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
-    if signed is not None:
-        tc["extra_content"] = signed
-    return tc
-
-
-def _blocks(req: Request) -> list[tuple[Any, ...]]:
-    (msg,) = [m for m in req.messages if m.role == "assistant"]
-    out: list[tuple[Any, ...]] = []
-    for p in msg.parts:
-        if isinstance(p, ThinkingPart):
-            out.append(("thinking", p.text, carry.unwrap_gemini(p.signature)))
-        elif isinstance(p, ToolCallPart):
-            out.append(("tool", p.id))
-        elif isinstance(p, TextPart):
-            out.append(("text", p.text))
-    return out
-
-
-HISTORY: dict[str, tuple[dict[str, Any], list[tuple[Any, ...]]]] = {
-    "parallel": (
-        {
-            "role": "assistant",
-            "tool_calls": [_call("fc-1", "get_weather", WEATHER, SIGNED_A), _call("fc-2", "get_time", TIME)],
-        },
-        [("thinking", "", {"fc-1": SIG_A}), ("tool", "fc-1"), ("tool", "fc-2")],
-    ),
-    "reasoning-carries-it": (
-        {
-            "role": "assistant",
-            "reasoning_content": "Need the weather.",
-            "tool_calls": [_call("fc-1", "get_weather", WEATHER, SIGNED_A)],
-        },
-        [("thinking", "Need the weather.", {"fc-1": SIG_A}), ("tool", "fc-1")],
-    ),
-    "text-then-two-signed": (
-        {
-            "role": "assistant",
-            "content": "Checking.",
-            "tool_calls": [_call("fc-1", "get_weather", WEATHER, SIGNED_A), _call("fc-2", "get_time", TIME, SIGNED_B)],
-        },
-        [
-            ("text", "Checking."),
-            ("thinking", "", {"fc-1": SIG_A}),
-            ("tool", "fc-1"),
-            ("thinking", "", {"fc-2": SIG_B}),
-            ("tool", "fc-2"),
-        ],
-    ),
-    "unsigned": (
-        {"role": "assistant", "tool_calls": [_call("fc-1", "get_weather", WEATHER)]},
-        [("tool", "fc-1")],
-    ),
-}
-
-
-@pytest.mark.parametrize("name", HISTORY)
-def test_request_decoder_carries_the_clients_signature(name):
-    assistant, expected = HISTORY[name]
-    req = CODEC.decode_request(_history(assistant))
-    assert _blocks(req) == expected
-    assert req.dropped.fields == []
-
-
-@pytest.mark.parametrize("name", HISTORY)
-def test_the_signature_goes_back_on_its_call_toward_a_gemini_chat_upstream(name):
-    """Decoded from the client and encoded for a Chat upstream with the Gemini profile: each call has the
-    signature it came with; only a history without any gets Google's skip value."""
-    assistant, _ = HISTORY[name]
-    ctx = Context(profile=profiles.get("gemini"))
-    body = CODEC.encode_request(CODEC.decode_request(_history(assistant)), ctx)
-    (msg,) = [m for m in body["messages"] if m["role"] == "assistant"]
-    sent = [tc.get("extra_content") for tc in msg["tool_calls"]]
-    signed = [tc.get("extra_content") for tc in assistant["tool_calls"]]
-    if any(signed):
-        assert sent == signed
-        assert "thought_signature" not in ctx.placeholders
-    else:
-        assert sent[0] == {"google": {"thought_signature": profiles.GEMINI_SKIP_SIGNATURE}}
-        assert "thought_signature" in ctx.placeholders
-    assert carry.GEMINI_TAG not in json.dumps(body)
-
-
-def test_legacy_function_call_and_custom_calls_keep_their_places():
-    assistant = {
-        "role": "assistant",
-        "tool_calls": [_call("fc-1", "apply_patch", {"input": "*** Begin"}, SIGNED_A)],
-        "function_call": {"name": "get_time", "arguments": "{}"},
-    }
-    body = _history(assistant)
-    body["tools"] = [{"type": "custom", "custom": {"name": "apply_patch"}}]
-    req = CODEC.decode_request(body)
-    (msg,) = [m for m in req.messages if m.role == "assistant"]
-    assert [type(p).__name__ for p in msg.parts] == ["ThinkingPart", "ToolCallPart", "ToolCallPart"]
-    assert carry.unwrap_gemini(msg.parts[0].signature) == {"fc-1": SIG_A}
-    assert (msg.parts[1].kind, msg.parts[1].arguments) == ("custom", "*** Begin")
-    assert msg.parts[2].id == "call_legacy_1"
-
-
 def test_a_late_upstream_signature_reaches_the_client_on_its_call_over_every_chunking():
-    first = _call("fc-1", "get_weather", {})
+    first = call("fc-1", "get_weather", {})
     first["function"]["arguments"] = '{"location":'
     later = {"index": 0, "function": {"arguments": ' "Paris"}'}, "extra_content": SIGNED_A}
     body = stream([{"tool_calls": [{**first, "index": 0}]}, {"tool_calls": [later]}])
@@ -431,5 +314,5 @@ def test_a_late_upstream_signature_reaches_the_client_on_its_call_over_every_chu
         assert ref is None or out == ref, f"chunking {label} differs"
         ref = out
     assert ref is not None
-    (call,) = _sdk_tool_calls(ref)
-    assert (call["extra_content"], json.loads(call["function"]["arguments"])) == (SIGNED_A, WEATHER)
+    (got,) = _sdk_tool_calls(ref)
+    assert (got["extra_content"], json.loads(got["function"]["arguments"])) == (SIGNED_A, WEATHER)
