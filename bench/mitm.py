@@ -49,6 +49,12 @@ class Route:
     def path(self) -> str:
         return streams.CLIENT_PATHS[self.client]
 
+    def path_n(self, n: int) -> str:
+        """The path for an ``n``-event stream: Gemini names the model (and so the event count) in the path."""
+        if self.client == streams.GEMINI:
+            return self.path.replace("/models/bench:", f"/models/{streams.bench_model(n)}:")
+        return self.path
+
     def body(self, n: int) -> bytes:
         return orjson.dumps(streams.small_request(self.client, streams.bench_model(n)))
 
@@ -63,7 +69,7 @@ def direction_key(c: str, u: str) -> str:
 
 def _check(route: Route, n: int) -> dict:
     try:
-        f = client.fetch(route.port, route.path, route.body(n), keep_body=True)
+        f = client.fetch(route.port, route.path_n(n), route.body(n), keep_body=True)
     except Exception as e:  # noqa: BLE001
         return {"problem": f"{type(e).__name__}: {e}"}
     if f.status != 200:
@@ -91,7 +97,7 @@ def bench_streams(
         for r in live:
             gc.collect()
             c0 = r.proc.cpu_seconds() if r.proc else 0.0
-            f = client.fetch(r.port, r.path, r.body(n))
+            f = client.fetch(r.port, r.path_n(n), r.body(n))
             c1 = r.proc.cpu_seconds() if r.proc else 0.0
             if f.status != 200 or not f.complete:
                 res[r.key]["problem"] = f"run {i}: HTTP {f.status}, complete={f.complete}"
@@ -104,7 +110,7 @@ def bench_streams(
         log(f"  stream round {i + 1}/{warmups + runs} done")
     for i in range(probes + 1):
         for r in live:
-            f = client.fetch(r.port, r.path, r.body(probe_n))
+            f = client.fetch(r.port, r.path_n(probe_n), r.body(probe_n))
             if i and f.t_first is not None:
                 ttfb[r.key].samples.append(f.t_first * 1e3)
     for r in live:
@@ -146,11 +152,11 @@ def bench_memory(
         rec: dict = {"client": c, "upstream": u}
         try:
             for _ in range(3):
-                client.fetch(route.port, route.path, route.body(200))
+                client.fetch(route.port, route.path_n(200), route.body(200))
             rec["warm_mib"] = proc.vmhwm_mib()
             for label, n in (("small", sizes[0]), ("large", sizes[1])):
                 c0 = proc.cpu_seconds()
-                f = client.fetch(route.port, route.path, route.body(n), timeout=600)
+                f = client.fetch(route.port, route.path_n(n), route.body(n), timeout=600)
                 c1 = proc.cpu_seconds()
                 if f.status != 200 or not f.complete:
                     rec["problem"] = f"{label}: HTTP {f.status}, complete={f.complete}"
@@ -187,7 +193,7 @@ async def _concurrent(routes: list[Route], n_streams: int, n: int) -> tuple[floa
     t0 = loop.time()
     results = await asyncio.gather(
         *(
-            client.afetch(routes[i % len(routes)].port, routes[i % len(routes)].path, bodies[i])
+            client.afetch(routes[i % len(routes)].port, routes[i % len(routes)].path_n(n), bodies[i])
             for i in range(n_streams)
         ),
         return_exceptions=True,
