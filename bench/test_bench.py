@@ -107,8 +107,10 @@ def test_fake_upstream_sends_one_event_per_chunk():
         port = int(p.stdout.readline().split()[1])
         for protocol in streams.PROTOCOLS:
             body = orjson.dumps(streams.small_request(protocol, streams.bench_model(300)))
+            # Gemini names the model (the event count) in the path, not the body
+            path = streams.CLIENT_PATHS[protocol].replace("/models/bench:", f"/models/{streams.bench_model(300)}:")
             with socket.create_connection(("127.0.0.1", port)) as s:
-                s.sendall(client.build_request(streams.CLIENT_PATHS[protocol], body))
+                s.sendall(client.build_request(path, body))
                 raw = b""
                 while chunk := s.recv(65536):
                     raw += chunk
