@@ -26,6 +26,7 @@ came); Ollama (``reasoning_effort`` on its OpenAI endpoint, ``reasoning`` out); 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 #: how reasoning is asked for (see ``reasoning_ask``)
 ASK_EFFORT = "reasoning_effort"  # {"reasoning_effort": "low|medium|high"}
@@ -183,8 +184,9 @@ def get(name: str) -> Profile:
     return PROFILES[name]
 
 
+@lru_cache(maxsize=1024)
 def detect(host: str | None, port: int | None = None) -> Profile:
-    """The profile a host (and port) identifies; ``GENERIC`` for any other."""
+    """The profile a host (and port) identifies; ``GENERIC`` for any other (cached: asked once per request)."""
     h = (host or "").lower().rstrip(".")
     for p in PROFILES.values():
         if any(h == d or h.endswith("." + d) for d in p.hosts) or (port is not None and port in p.ports):
