@@ -115,6 +115,21 @@ def parse_json_object(text: str, what: str) -> dict[str, Any]:
 Checker = Generator[Any, Any, None]
 
 
+def run_stream(st: Any, what: str) -> Checker:
+    """The incremental checker over one stream's grammar state ``st``: ``st.event(frame)`` per frame (what it
+    returns is yielded: the replay hint), ``st.end()`` once the stream ended; ``what`` names the protocol."""
+    seen = 0
+    hot: Any = None
+    while True:
+        f = yield hot
+        if f is None:
+            break
+        seen += 1
+        hot = st.event(f)
+    need(seen > 0, f"{what} stream: no events")
+    st.end()
+
+
 def drive(checker: Checker, frames: Iterable[Any]) -> None:
     """Run a checker over a whole list of frames (the batch validators)."""
     next(checker)

@@ -26,6 +26,7 @@ from dragoman.lint import is_int
 from dragoman.lint import load_body
 from dragoman.lint import need
 from dragoman.lint import parse_json_object
+from dragoman.lint import run_stream
 from dragoman.lint import search
 from dragoman.lint.sse import Frame
 from dragoman.lint.sse import parse_sse
@@ -276,6 +277,14 @@ class _Stream:
         need(self.phase == "delta", f"{where}: message_stop before message_delta")
         self.phase = "stopped"
 
+    def end(self) -> None:
+        if self.phase != "error":
+            need(
+                self.phase == "stopped",
+                f"anthropic stream ended in phase {self.phase!r} without message_stop or error "
+                f"(block {self.open_idx} open)",
+            )
+
 
 _HANDLERS: dict[str, Any] = {
     "message_start": _Stream.duplicate_start,
@@ -289,21 +298,7 @@ _HANDLERS: dict[str, Any] = {
 
 def stream_checker(s: Summary, strict: bool = True) -> Checker:
     """The stream grammar, incremental: send one ``Frame`` at a time, then ``None`` (see ``drive``)."""
-    st = _Stream(s, strict)
-    seen = 0
-    hot: Any = None  # a delta that may repeat with a new string (``replay``)
-    while True:
-        f = yield hot
-        if f is None:
-            break
-        seen += 1
-        hot = st.event(f)
-    need(seen > 0, "anthropic stream: no events")
-    if st.phase != "error":
-        need(
-            st.phase == "stopped",
-            f"anthropic stream ended in phase {st.phase!r} without message_stop or error (block {st.open_idx} open)",
-        )
+    return run_stream(_Stream(s, strict), "anthropic")
 
 
 def validate_stream(data: bytes, *, strict: bool = True) -> Summary:

@@ -37,6 +37,7 @@ from dragoman.lint import is_int
 from dragoman.lint import load_body
 from dragoman.lint import need
 from dragoman.lint import parse_json_object
+from dragoman.lint import run_stream
 from dragoman.lint import search
 from dragoman.lint.chat_details import feed_details as _feed_details
 from dragoman.lint.chat_details import summarize_details as _summarize_details
@@ -315,17 +316,7 @@ class _Stream:
 
 def stream_checker(s: Summary, strict: bool = True) -> Checker:
     """The stream grammar, incremental: send one ``Frame`` at a time, then ``None`` (see ``drive``)."""
-    st = _Stream(s, strict)
-    seen = 0
-    hot: Any = None  # a delta that may repeat with new strings (``replay``)
-    while True:
-        f = yield hot
-        if f is None:
-            break
-        seen += 1
-        hot = st.event(f)
-    need(seen > 0, "chat stream: no events")
-    st.end()
+    return run_stream(_Stream(s, strict), "chat")
 
 
 def validate_stream(data: bytes, *, strict: bool = True) -> Summary:

@@ -30,6 +30,7 @@ from dragoman.lint import is_int
 from dragoman.lint import load_body
 from dragoman.lint import need
 from dragoman.lint import parse_json_object
+from dragoman.lint import run_stream
 from dragoman.lint import search
 from dragoman.lint.responses_items import HOSTED_PREFIXES
 from dragoman.lint.responses_items import ITEM_EVENTS
@@ -293,6 +294,9 @@ class _Stream:
             return item_event(self.s, it, t, obj, where, self.strict)
         return None
 
+    def end(self) -> None:
+        need(self.phase == "terminal", f"responses stream ended in phase {self.phase!r} without a terminal event")
+
 
 _STATUS = {"response.completed": "completed", "response.incomplete": "incomplete", "response.failed": "failed"}
 
@@ -321,17 +325,7 @@ def _check_added(it: Item, item: dict[str, Any], where: str) -> None:
 
 def stream_checker(s: Summary, strict: bool = True) -> Checker:
     """The stream grammar, incremental: send one ``Frame`` at a time, then ``None`` (see ``drive``)."""
-    st = _Stream(s, strict)
-    seen = 0
-    hot: Any = None
-    while True:
-        f = yield hot
-        if f is None:
-            break
-        seen += 1
-        hot = st.event(f)
-    need(seen > 0, "responses stream: no events")
-    need(st.phase == "terminal", f"responses stream ended in phase {st.phase!r} without a terminal event")
+    return run_stream(_Stream(s, strict), "responses")
 
 
 def validate_stream(data: bytes, *, strict: bool = True) -> Summary:
