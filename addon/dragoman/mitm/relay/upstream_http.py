@@ -19,7 +19,6 @@ import asyncio
 import ssl
 import time
 from dataclasses import dataclass
-from dataclasses import field
 
 import certifi
 
@@ -108,9 +107,9 @@ class UpstreamResponse:
     headers: list[tuple[str, str]]
     _body: http1.BodyReader
     _writer: asyncio.StreamWriter
-    _reader: asyncio.StreamReader | None = None
+    _reader: asyncio.StreamReader
     #: where the connection goes back once the body is read to its end (None: closed instead)
-    _pool_key: _Key | None = field(default=None)
+    _pool_key: _Key | None
 
     def header(self, name: str) -> str | None:
         return http1.header(self.headers, name.lower())
@@ -132,7 +131,7 @@ class UpstreamResponse:
 
     def close(self) -> None:
         """Done with the answer: its connection goes back to the pool when the body was read to its end."""
-        if self._pool_key is not None and self._reader is not None and self._body.reusable():
+        if self._pool_key is not None and self._body.reusable():
             key, self._pool_key = self._pool_key, None
             if not self._writer.is_closing():
                 _give_back(key, (self._reader, self._writer))
@@ -162,18 +161,26 @@ async def open_request(
     except ValueError as e:
         raise UpstreamConnectError(f"{url.origin}: {type(e).__name__}: {e}") from e
     key: _Key = (url.scheme, url.host, url.port, trust)
-    reused = _take(key)
-    if reused is not None:
+
+    async def ask(conn: _Conn) -> UpstreamResponse:
+        """One exchange on ``conn``; ``_Stale`` (no byte of an answer) is left to the caller."""
         try:
-            return await _exchange(reused, key, head, body, first_byte_timeout)
+            return await _exchange(conn, key, head, body, first_byte_timeout)
         except _Stale:
-            pass  # the server closed it while idle: the same request on a new connection
+            raise
         except TimeoutError as e:
             raise UpstreamConnectError(
                 f"{url.origin} sent no response headers within {first_byte_timeout:.0f} s"
             ) from e
         except (OSError, ssl.SSLError, ConnectionError, ValueError) as e:
             raise UpstreamConnectError(f"{url.origin}: {type(e).__name__}: {e}") from e
+
+    reused = _take(key)
+    if reused is not None:
+        try:
+            return await ask(reused)
+        except _Stale:
+            pass  # the server closed it while idle: the same request on a new connection
     try:
         tls = tls_context(trust) if url.scheme == "https" else None
         conn = await asyncio.wait_for(
@@ -187,13 +194,9 @@ async def open_request(
     except (OSError, ssl.SSLError) as e:
         raise UpstreamConnectError(f"cannot connect to {url.origin}: {e}") from e
     try:
-        return await _exchange(conn, key, head, body, first_byte_timeout)
-    except TimeoutError as e:
-        raise UpstreamConnectError(f"{url.origin} sent no response headers within {first_byte_timeout:.0f} s") from e
+        return await ask(conn)
     except _Stale as e:
         raise UpstreamConnectError(f"{url.origin}: ConnectionError: {e}") from e
-    except (OSError, ssl.SSLError, ConnectionError, ValueError) as e:
-        raise UpstreamConnectError(f"{url.origin}: {type(e).__name__}: {e}") from e
 
 
 class _Stale(ConnectionError):
