@@ -173,22 +173,20 @@ class Relay:
             writer.close()
 
     async def _run(self, job: RelayJob, writer: asyncio.StreamWriter) -> None:
-        resp, failure = await self.attempt(job)
-        if resp is not None:
-            await self._deliver(job, resp, writer)
+        answer = await self.attempt(job)
+        if isinstance(answer, Failure):
+            await _send_whole(writer, answer.status, answer.headers, answer.body)
         else:
-            assert failure is not None
-            await _send_whole(writer, failure.status, failure.headers, failure.body)
+            await self._deliver(job, answer, writer)
 
     async def whole_answer(self, job: RelayJob) -> Failure:
         """A job whose answer is read whole (a request that is not streamed), run in the caller's task: the
         answer of the first attempt that answered, or the failure to send, as status, headers, body (no
         loopback hop: the addon sets it as the flow's response; issue 31)."""
         try:
-            resp, failure = await self.attempt(job)
-            if resp is None:
-                assert failure is not None
-                return failure
+            resp = await self.attempt(job)
+            if isinstance(resp, Failure):
+                return resp
             try:
                 return await self._read_whole(job, resp)
             finally:
@@ -196,7 +194,7 @@ class Relay:
         finally:
             job.done.set()
 
-    async def attempt(self, job: RelayJob) -> tuple[UpstreamResponse | None, Failure | None]:
+    async def attempt(self, job: RelayJob) -> UpstreamResponse | Failure:
         """Try the job's attempts in order: the open answer of the first that answered 2xx (the job committed to
         it), or the answer to send when none did."""
         attempts = job.attempts
@@ -233,7 +231,7 @@ class Relay:
                 attempts.succeeded(att, job.clock(), resp.status)
                 self._log_attempt(job, att, resp.status, None, "")
                 job.commit(att)
-                return resp, None
+                return resp
             body = await resp.read(ERROR_BODY_LIMIT)
             resp.close()
             cls = classify(resp.status, body)
@@ -245,7 +243,7 @@ class Relay:
             if cls is ErrorClass.REQUEST:
                 break
         job.commit(last)
-        return None, failure if failure is not None else self._no_answer(job, last)
+        return failure if failure is not None else self._no_answer(job, last)
 
     def _no_answer(self, job: RelayJob, last: Attempt | None) -> Failure:
         attempts = job.attempts
