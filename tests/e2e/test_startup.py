@@ -6,6 +6,9 @@ import subprocess
 
 import pytest
 
+from listen_backlog import listen_backlog
+from listen_backlog import somaxconn
+
 from .conftest import SCRIPT
 from .conftest import Proxy
 from .conftest import free_port
@@ -65,15 +68,6 @@ def test_typo_option_is_warned(fake, tmp_path):
         p.stop()
 
 
-def _listen_backlog(port: int) -> int | None:
-    import shutil
-
-    if shutil.which("ss") is None:
-        pytest.skip("ss (iproute2) is not installed: the backlog cannot be read")
-    out = subprocess.run(["ss", "-ltnH", f"sport = :{port}"], capture_output=True, text=True).stdout.split()
-    return int(out[2]) if len(out) > 2 else None
-
-
 @pytest.mark.parametrize("sets, expected", [((), 4096), (("dragoman_listen_backlog=0",), 100)])
 def test_mitmproxy_listens_with_a_backlog_for_bursts(fake, tmp_path, sets, expected):
     """500 clients connecting at once must not wait for SYN retries (issue 31): mitmproxy's own backlog is 100."""
@@ -82,11 +76,10 @@ def test_mitmproxy_listens_with_a_backlog_for_bursts(fake, tmp_path, sets, expec
     extra = [a for s in sets for a in ("--set", s)]
     p = Proxy("openai-chat", fake, tmp_path, extra)
     try:
-        somaxconn = int(open("/proc/sys/net/core/somaxconn").read())
-        want = min(expected, somaxconn)
+        want = min(expected, somaxconn())
         got = None
         for _ in range(100):
-            got = _listen_backlog(p.port)
+            got = listen_backlog(p.port)
             if got == want:
                 break
             time.sleep(0.1)

@@ -14,6 +14,8 @@ from mitmproxy.test import taddons
 
 from dragoman.mitm.guards import responsive
 from dragoman.mitm.guards.responsive import Responsive
+from listen_backlog import listen_backlog
+from listen_backlog import somaxconn
 
 TRANSPORT = asyncio.selector_events._SelectorSocketTransport
 ASYNCIO_DEFAULT = 256 * 1024
@@ -196,17 +198,6 @@ def test_done_takes_the_filter_off(addon):
     assert len(_legacy_records(tctx, "dragoman.x")) == 1
 
 
-def _backlog(port: int) -> int | None:
-    """The listening socket's backlog as the kernel reports it (``ss``: Send-Q of a LISTEN socket)."""
-    import shutil
-    import subprocess
-
-    if shutil.which("ss") is None:
-        pytest.skip("ss (iproute2) is not installed: the backlog cannot be read")
-    out = subprocess.run(["ss", "-ltnH", f"sport = :{port}"], capture_output=True, text=True).stdout.split()
-    return int(out[2]) if len(out) > 2 else None
-
-
 class _Instance:
     def __init__(self, servers) -> None:
         self._servers = servers
@@ -221,22 +212,21 @@ class _ProxyAddons:
 
 
 def test_widen_backlogs_listens_again_with_the_larger_backlog():
-    somaxconn = int(open("/proc/sys/net/core/somaxconn").read())
 
     async def main():
         srv = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
         port = srv.sockets[0].getsockname()[1]
         try:
-            before = _backlog(port)
+            before = listen_backlog(port)
             n = responsive.widen_backlogs(_ProxyAddons([_Instance([srv]), _Instance([object()]), object()]), 2000)
-            return before, n, _backlog(port)
+            return before, n, listen_backlog(port)
         finally:
             srv.close()
 
     before, n, after = asyncio.run(main())
     assert before == 100  # asyncio's default, what mitmproxy listens with
     assert n == 1
-    assert after == min(2000, somaxconn)
+    assert after == min(2000, somaxconn())
 
 
 def test_widen_backlogs_leaves_a_changed_api_alone():
