@@ -9,13 +9,16 @@ otherwise the client's own key moves to the upstream protocol's header (``x-api-
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from collections.abc import Iterable
+from collections.abc import Sequence
 from functools import lru_cache
 from urllib.parse import parse_qsl
 from urllib.parse import urlencode
 
 from mitmproxy import http
 
+from dragoman.mitm import headers as hdr
 from dragoman.protocols import Protocol
 from dragoman.record.secret_names import is_secret_header
 from dragoman.record.secret_names import is_secret_query
@@ -62,25 +65,31 @@ def _credential_name(raw: bytes) -> str | None:
     return low if is_credential_header(low) else None
 
 
-def pop_credential_headers(headers: http.Headers) -> list[str]:
-    """Remove every credential header; returns their names (lower case, first occurrence order)."""
+def credential_names(headers: http.Headers) -> list[str]:
+    """The credential headers present (lower case, first occurrence order)."""
     names: list[str] = []
     for raw, _ in headers.fields:  # not ``headers.keys()``: each of its names is looked up again (quadratic)
         low = _credential_name(raw)
         if low is not None and low not in names:
             names.append(low)
-    for name in names:
-        headers.pop(name, None)
+    return names
+
+
+def pop_credential_headers(headers: http.Headers) -> list[str]:
+    """Remove every credential header; returns their names (lower case, first occurrence order)."""
+    names = credential_names(headers)
+    if names:
+        headers.fields = tuple(f for f in headers.fields if _credential_name(f[0]) is None)
     return names
 
 
 def client_key(headers: http.Headers, query: str = "") -> str | None:
     """The credential the client sent (``x-api-key``, ``Authorization: Bearer``, Gemini's ``x-goog-api-key`` or
     its ``?key=`` query parameter), if any."""
-    key = headers.get("x-api-key") or headers.get("x-goog-api-key")
+    key = hdr.get(headers, b"x-api-key") or hdr.get(headers, b"x-goog-api-key")
     if key:
         return key
-    auth = headers.get("authorization", "")
+    auth = hdr.get(headers, b"authorization", "") or ""
     scheme, _, value = auth.partition(" ")
     if scheme.lower() == "bearer" and value.strip():
         return value.strip()
@@ -106,9 +115,9 @@ def rewrite_url(
     """Point the flow at the upstream (``url`` None: keep the host the client asked for)."""
     _, sep, query = req.path.partition("?")
     if url is not None:
-        req.scheme = url.scheme  # scheme first: setting host/port then fixes the Host header
+        req.scheme = url.scheme  # scheme and port first: setting the host then fixes the Host header, once
+        req.data.port = url.port
         req.host = url.host
-        req.port = url.port
         path = endpoint_path(url, target, model, stream, identity)
     elif identity and target is not Protocol.GEMINI:
         return
@@ -119,28 +128,36 @@ def rewrite_url(
     req.path = path
 
 
-def rewrite_auth(req: http.Request, target: Protocol, key: str | None) -> None:
-    """``key``: the upstream's own key (every client credential removed), or None to move the client's key."""
+def rewrite_auth(
+    req: http.Request, target: Protocol, key: str | None, drop: Collection[bytes] = (), put: Sequence[Put] = ()
+) -> None:
+    """``key``: the upstream's own key (every client credential removed), or None to move the client's key.
+    ``drop``/``put``: more header edits made in the same pass over the headers (``headers.edit``)."""
     headers = req.headers
     if key is not None:
-        strip_credentials(req)
+        strip_query_credentials(req)
+        gone: Collection[bytes] = CredentialNames()
     else:
         key = client_key(headers, req.path.partition("?")[2])
-        for name in AUTH_HEADERS:
-            headers.pop(name, None)
-    set_auth(headers, target, key)
+        gone = _AUTH_BYTES
+    hdr.edit(headers, _Drop(gone, drop, target), [*put, *_auth_puts(headers, target, key)])
 
 
 def strip_credentials(req: http.Request) -> list[str]:
     """Remove every credential header and query parameter from ``req``; returns the names removed."""
     removed = pop_credential_headers(req.headers)
+    return removed + strip_query_credentials(req)
+
+
+def strip_query_credentials(req: http.Request) -> list[str]:
+    """Remove every credential query parameter from ``req``'s path; returns their names."""
     path, sep, query = req.path.partition("?")
     if sep:
         kept, dropped = clean_query(query)
         if dropped:
             req.path = path + ("?" + kept if kept else "")
-            removed += dropped
-    return removed
+            return dropped
+    return []
 
 
 def clean_query(query: str) -> tuple[str, list[str]]:
@@ -153,22 +170,48 @@ def clean_query(query: str) -> tuple[str, list[str]]:
 
 
 def set_auth(headers: http.Headers, target: Protocol, key: str | None) -> None:
+    hdr.edit(headers, _Drop((), (), target), _auth_puts(headers, target, key))
+
+
+Put = tuple[bytes, str]
+_AUTH_BYTES = frozenset(n.encode() for n in AUTH_HEADERS)
+
+
+class CredentialNames:
+    """Every credential header's name (``is_credential_header``), as a container of lower-case bytes."""
+
+    def __contains__(self, low: object) -> bool:
+        return isinstance(low, bytes) and _credential_name(low) is not None
+
+
+class _Drop:
+    """The names one ``rewrite_auth`` removes: ``gone`` (credentials), ``more``, and ``anthropic-*`` headers when
+    the target is not Anthropic (they mean nothing elsewhere)."""
+
+    __slots__ = ("gone", "more", "anthropic")
+
+    def __init__(self, gone: Collection[bytes], more: Collection[bytes], target: Protocol) -> None:
+        self.gone, self.more = gone, more
+        self.anthropic = target is not Protocol.ANTHROPIC_MESSAGES
+
+    def __contains__(self, low: object) -> bool:
+        assert isinstance(low, bytes)
+        return low in self.gone or low in self.more or (self.anthropic and low.startswith(b"anthropic-"))
+
+
+def _auth_puts(headers: http.Headers, target: Protocol, key: str | None) -> list[Put]:
     if target is Protocol.ANTHROPIC_MESSAGES:
-        if "anthropic-version" not in headers:
-            headers["anthropic-version"] = ANTHROPIC_VERSION
+        puts: list[Put] = []
+        if not hdr.has(headers, b"anthropic-version"):
+            puts.append((b"anthropic-version", ANTHROPIC_VERSION))
         if key:
-            headers["x-api-key"] = key
-    elif target is Protocol.GEMINI:
-        for name in [n for n in headers.keys() if n.lower().startswith("anthropic-")]:
-            headers.pop(name, None)
-        if key:
-            headers["x-goog-api-key"] = key
-    else:
-        found = {raw.decode("latin-1").lower() for raw, _ in headers.fields}  # ``keys()`` is quadratic
-        for name in [n for n in found if n.startswith("anthropic-")]:
-            headers.pop(name, None)
-        if key:
-            headers["authorization"] = f"Bearer {key}"
+            puts.append((b"x-api-key", key))
+        return puts
+    if not key:
+        return []
+    if target is Protocol.GEMINI:
+        return [(b"x-goog-api-key", key)]
+    return [(b"authorization", f"Bearer {key}")]
 
 
 def relayed_headers(

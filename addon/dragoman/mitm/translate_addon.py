@@ -63,6 +63,8 @@ __all__ = ["Translate", "client_key", "default_match", "join_endpoint", "parse_u
 logger = logging.getLogger(__name__)
 
 JSON_CT = inbound.JSON_CT
+#: the framing a translated request body replaces (its length is set anew)
+_NEW_BODY_DROP = frozenset({b"content-encoding", b"transfer-encoding"})
 #: the response header naming who answered a routed request
 ROUTE_HEADER = "x-dragoman-route"
 #: response header: the number of entries in a translated flow's lossiness report (``dragoman_lossy_header``)
@@ -122,7 +124,6 @@ class Translate(TranslateConfig):
             # every attempt is translated: the client's bytes are not needed any more, so a large body is
             # held as its parsed text plus the translated body, not three times (issue 23, 3(e))
             cr.raw = b""
-            flow.request.content = b""
         single = len(candidates) == 1 and len(candidates[0].upstream.keys) <= 1
         held = self.gate.held.token(flow) is not None  # its connection goes to the relay already (``held``)
         if override or not self.relay.port or (single and _plain_http1(flow) and not held):
@@ -133,12 +134,14 @@ class Translate(TranslateConfig):
             # and the loopback hop's cost is saved (measured: 9-16 µs of mitmdump CPU per streamed event,
             # about 1 ms per short request, issue 31)
             if not single:
+                _drop_body(flow, cr)
                 self._reject(
                     flow, client, _internal("Dragoman's relay is not running (failover needs mitmproxy running)")
                 )
                 return None
-            self._direct(flow, client, cr, route, candidates[0])
+            self._direct(flow, client, cr, route, candidates[0])  # sets the translated body
         else:
+            _drop_body(flow, cr)
             # Everything else runs the relay's attempts, even with a single attempt: they read whole answers in
             # full (a dropped or refused upstream becomes a JSON 502 in the client's protocol) — in this hook,
             # for a request that is not streamed — and a stream goes through the relay's loopback server,
@@ -186,19 +189,23 @@ class Translate(TranslateConfig):
         tctx = self._new_context(up, flow, cand.model)
         body = self._encode(flow, cr, plan, tctx, cand.model)
         if body is None:
+            _drop_body(flow, cr)
             return
         log_placeholders(flow.id, tctx)
         state = self._state(flow, plan, tctx, cr, route, cand)
         self.flows.put(flow.id, state)
-        outbound.rewrite_url(flow.request, up.url, up.protocol, plan.identity, cand.model, cr.stream)
-        outbound.rewrite_auth(flow.request, up.protocol, up.keys[0].value if up.keys else None)
+        req = flow.request
+        outbound.rewrite_url(req, up.url, up.protocol, plan.identity, cand.model, cr.stream)
+        # the key, the framing of a new body and ``accept-encoding`` in one pass over the headers
+        puts: list[outbound.Put] = [(b"accept-encoding", "identity")]
+        new_body = body is not cr.raw or cr.rewritten
+        if new_body:
+            puts.append((b"content-length", str(len(body))))
+        drop = _NEW_BODY_DROP if new_body else ()
+        outbound.rewrite_auth(req, up.protocol, up.keys[0].value if up.keys else None, drop, puts)
+        if new_body:
+            req.raw_content = body  # no content-encoding left: the body as it goes (what ``content =`` sets)
         self.scrubber.hold(flow)  # the credentials leave the flow once the request is sent
-        headers = flow.request.headers
-        headers["accept-encoding"] = "identity"
-        if body is not cr.raw or cr.rewritten:
-            headers.pop("content-encoding", None)
-            headers.pop("transfer-encoding", None)
-            flow.request.content = body
         flow.metadata[METADATA_KEY] = state.metadata()
 
     def _relayed(
@@ -408,6 +415,13 @@ class Translate(TranslateConfig):
         status = info.http_status
         flow.response = http.Response.make(status, error_body(info, client), {"content-type": JSON_CT})
         logger.warning("flow %s: %s request rejected with %d: %s", flow.id, client.value, status, logsafe(info.message))
+
+
+def _drop_body(flow: http.HTTPFlow, cr: ClientRequest) -> None:
+    """Every attempt is translated (``cr.raw`` emptied): the client's bytes leave the flow too, so a large body
+    is held as its parsed text plus the translated body, not three times (issue 23, 3(e))."""
+    if not cr.raw and flow.request.raw_content:
+        flow.request.content = b""
 
 
 def _plain_http1(flow: http.HTTPFlow) -> bool:
