@@ -66,6 +66,8 @@ class FlowState:
     ticket: Any = None
     #: the upstream's id for its answer (``request-id`` / ``x-request-id``), for the log line and the metadata
     request_id: str = ""
+    #: the answer's headers were read for ``request_id`` (``inbound.carry_request_id``: once per flow)
+    request_id_read: bool = False
     #: the live conformance lint (``dragoman.lint.flow.FlowLint``, ``dragoman_lint``), None when off
     lint: Any = None
 

@@ -20,6 +20,7 @@ from dragoman.ir.common import ErrorKind
 from dragoman.logsafe import logsafe
 from dragoman.mitm.faults import deliver_error_answer
 from dragoman.mitm.faults import deliver_final_frame
+from dragoman.mitm import headers as hdr
 from dragoman.mitm.flowstate import FlowState
 from dragoman.mitm.guards import lint
 from dragoman.mitm.keymask import KeyMask
@@ -31,7 +32,7 @@ from dragoman.translate.mcp_names import rename_response
 from dragoman.translate.response import UpstreamErrorInBody
 from dragoman.translate.response import error_body
 from dragoman.translate.response import translate_error
-from dragoman.translate.response import translate_response
+from dragoman.translate.response import translate_response_usage
 from dragoman.translate.stream import PassThrough
 from dragoman.translate.stream import StreamTranslator
 from dragoman.translate.usage import PassThroughUsage
@@ -47,6 +48,9 @@ SSE_HEADERS = (("content-type", SSE_CT), ("cache-control", "no-cache"), ("x-acce
 #: the request id header each client protocol's SDK reads (``_request_id``): Anthropic's ``request-id``,
 #: OpenAI's ``x-request-id``; both names are looked for in the upstream's answer
 REQUEST_ID_HEADERS = ("request-id", "x-request-id")
+_REQUEST_ID_BYTES = tuple(n.encode() for n in REQUEST_ID_HEADERS)
+#: a whole translated answer's framing: its encoding is gone, its length set anew
+_WHOLE_DROP = frozenset({b"content-encoding", b"transfer-encoding"})
 
 
 def stream_headers(resp: http.Response, translated: bool = True) -> None:
@@ -65,23 +69,32 @@ def stream_headers(resp: http.Response, translated: bool = True) -> None:
 
 def upstream_request_id(resp: http.Response) -> str | None:
     """The id the upstream gave this answer (``request-id`` or ``x-request-id``), if any."""
-    for name in REQUEST_ID_HEADERS:
-        value = resp.headers.get(name, "").strip()
+    for name in _REQUEST_ID_BYTES:
+        value = (hdr.get(resp.headers, name, "") or "").strip()
         if value:
             return value
     return None
 
 
-def carry_request_id(resp: http.Response, state: FlowState) -> None:
+def request_id_puts(resp: http.Response, state: FlowState) -> list[tuple[bytes, str]]:
     """The upstream's request id reaches the client under the header its own SDK reads (the upstream's header
-    is kept too), and is remembered for the flow's log line."""
+    is kept too), and is remembered for the flow's log line: the header to set, if any (read once per flow)."""
+    if state.request_id_read:
+        return []
+    state.request_id_read = True
     rid = upstream_request_id(resp)
     if rid is None:
-        return
+        return []
     state.request_id = rid
-    name = "request-id" if state.plan.client is Protocol.ANTHROPIC_MESSAGES else "x-request-id"
-    if name not in resp.headers:
-        resp.headers[name] = rid
+    name = b"request-id" if state.plan.client is Protocol.ANTHROPIC_MESSAGES else b"x-request-id"
+    return [] if hdr.has(resp.headers, name) else [(name, rid)]
+
+
+def carry_request_id(resp: http.Response, state: FlowState) -> None:
+    """``request_id_puts``, set."""
+    puts = request_id_puts(resp, state)
+    if puts:
+        hdr.edit(resp.headers, put=puts)
 
 
 def install_stream(
@@ -293,7 +306,9 @@ def translate_whole(flow: http.HTTPFlow, state: FlowState) -> None:
     plan = state.plan
     body = resp.get_content(strict=False) or b""
     status = resp.status_code
-    headers = {k.lower(): v for k, v in resp.headers.items()}
+    headers: dict[str, str] = {}
+    for k, v in resp.headers.fields:  # lower-case names, the first value of each (one pass)
+        headers.setdefault(k.decode("latin-1").lower(), v.decode("utf-8", "surrogateescape"))
     is_sse = headers.get("content-type", "").lower().startswith("text/event-stream")
     content_type = "text/event-stream" if is_sse else JSON_CT
     try:
@@ -302,7 +317,9 @@ def translate_whole(flow: http.HTTPFlow, state: FlowState) -> None:
             content_type = JSON_CT
         elif not is_sse:
             try:
-                out = translate_response(body, plan, state.ctx)
+                out, usage = translate_response_usage(body, plan, state.ctx)
+                if usage is not None:
+                    state.whole_usage = usage
             except UpstreamErrorInBody as e:
                 status = e.info.http_status
                 out = error_body(e.info, plan.client)
@@ -328,13 +345,14 @@ def translate_whole(flow: http.HTTPFlow, state: FlowState) -> None:
     if status != resp.status_code:
         resp.status_code = status
         resp.reason = status_codes.RESPONSES.get(status, "")
+    if content_type == JSON_CT:
+        hdr.edit(resp.headers, _WHOLE_DROP, [(b"content-type", JSON_CT), (b"content-length", str(len(out)))])
+        resp.raw_content = out  # no content-encoding left: the body as it goes (what ``content =`` sets)
+        return
     resp.headers.pop("content-encoding", None)
     resp.headers.pop("transfer-encoding", None)
-    if content_type == JSON_CT:
-        resp.headers["content-type"] = JSON_CT
-    else:
-        stream_headers(resp)
-        resp.headers["content-type"] = client_stream_type(state)
+    stream_headers(resp)
+    resp.headers["content-type"] = client_stream_type(state)
     resp.content = out
 
 
@@ -353,7 +371,7 @@ def mask_whole(flow: http.HTTPFlow, keys: KeyMask) -> None:
     resp = flow.response
     if not keys or resp is None or resp.stream:
         return
-    body = resp.get_content(strict=False)
+    body = resp.raw_content if not hdr.has(resp.headers, b"content-encoding") else resp.get_content(strict=False)
     if body:
         masked = keys.mask(body)
         if masked is not body and masked != body:

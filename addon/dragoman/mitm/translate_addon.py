@@ -25,6 +25,7 @@ from dragoman.errors import TranslationError
 from dragoman.ir.common import ErrorInfo
 from dragoman.ir.common import ErrorKind
 from dragoman.logsafe import logsafe
+from dragoman.mitm import headers as hdr
 from dragoman.mitm import hosts
 from dragoman.mitm import inbound
 from dragoman.mitm import outbound
@@ -69,6 +70,7 @@ _NEW_BODY_DROP = frozenset({b"content-encoding", b"transfer-encoding"})
 ROUTE_HEADER = "x-dragoman-route"
 #: response header: the number of entries in a translated flow's lossiness report (``dragoman_lossy_header``)
 LOSSY_HEADER = "x-dragoman-lossy"
+ROUTE_HEADER_B, LOSSY_HEADER_B = ROUTE_HEADER.encode(), LOSSY_HEADER.encode()
 
 
 def default_match(flow: http.HTTPFlow) -> bool:
@@ -275,13 +277,16 @@ class Translate(TranslateConfig):
             return
         resp = flow.response
         inbound.mask_headers(resp, self.keys)
-        inbound.carry_request_id(resp, state)
+        puts = inbound.request_id_puts(resp, state)
         if state.upstream_name:
-            resp.headers[ROUTE_HEADER] = f"{state.upstream_name}/{state.upstream_model}"
-        self._lossy_header(resp, state)
+            puts.append((ROUTE_HEADER_B, f"{state.upstream_name}/{state.upstream_model}"))
+        if self.lossy_header and not state.plan.identity:
+            puts.append((LOSSY_HEADER_B, str(state.ctx.dropped.count)))
+        if puts:
+            hdr.edit(resp.headers, put=puts)
         if not 200 <= resp.status_code < 300:
             return
-        if not resp.headers.get("content-type", "").lower().startswith("text/event-stream"):
+        if not (hdr.get(resp.headers, b"content-type", "") or "").lower().startswith("text/event-stream"):
             return
         if not inbound.install_stream(flow, state, self.usage.on, self.max_sse_event, self.keep_answer, self.lint):
             return
@@ -297,13 +302,16 @@ class Translate(TranslateConfig):
         if flow.is_replay:
             return
         inbound.carry_request_id(flow.response, state)
-        if state.translator is None and self.usage.on and 200 <= flow.response.status_code < 300:
+        whole = state.translator is None
+        translated = whole and not state.plan.identity
+        if whole and self.usage.on and 200 <= flow.response.status_code < 300 and not _json_translated(flow, state):
+            # (a translated JSON answer's usage is read as it is translated: the body is parsed once)
             whole_usage(state, flow.response.get_content(strict=False) or b"")
-        if state.translator is None:
+        if whole:
             inbound.rename_back_whole(flow, state)
-        linted = lint.whole_before(flow, state, self.lint) if state.translator is None else None
+        linted = lint.whole_before(flow, state, self.lint) if whole else None
         upstream_status = flow.response.status_code
-        if state.translator is None and not state.plan.identity:
+        if translated:
             if self.keep_answer:  # the view's upstream side of a whole answer, read before it is translated
                 state.upstream_whole = inbound.assemble_whole(flow.response, state.plan.upstream)
             inbound.translate_whole(flow, state)
@@ -376,7 +384,7 @@ class Translate(TranslateConfig):
 
     def _lossy_header(self, resp: http.Response, state: FlowState) -> None:
         if self.lossy_header and not state.plan.identity:
-            resp.headers[LOSSY_HEADER] = str(state.ctx.dropped.count)
+            hdr.edit(resp.headers, put=[(LOSSY_HEADER_B, str(state.ctx.dropped.count))])
 
     def _show_upstream(self, flow: http.HTTPFlow, state: FlowState) -> None:
         """A relayed flow went to 127.0.0.1: show the request the answering upstream really got."""
@@ -415,6 +423,14 @@ class Translate(TranslateConfig):
         status = info.http_status
         flow.response = http.Response.make(status, error_body(info, client), {"content-type": JSON_CT})
         logger.warning("flow %s: %s request rejected with %d: %s", flow.id, client.value, status, logsafe(info.message))
+
+
+def _json_translated(flow: http.HTTPFlow, state: FlowState) -> bool:
+    """A whole 2xx answer that ``inbound.translate_whole`` decodes as JSON (and reads the usage of)."""
+    resp = flow.response
+    if state.plan.identity or resp is None:
+        return False
+    return not (hdr.get(resp.headers, b"content-type", "") or "").lower().startswith("text/event-stream")
 
 
 def _drop_body(flow: http.HTTPFlow, cr: ClientRequest) -> None:

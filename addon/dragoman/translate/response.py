@@ -9,6 +9,7 @@ import orjson
 
 from dragoman.errors import TranslationError
 from dragoman.ir.common import ErrorInfo
+from dragoman.ir.common import Usage
 from dragoman.logsafe import logsafe
 from dragoman.protocols import Protocol
 from dragoman.protocols._wire import parse_upstream_json
@@ -26,12 +27,18 @@ def translate_response(body: bytes, plan: Plan, ctx: Context) -> bytes:
     Some upstreams answer 200 with an error object (``{"error": ...}`` or ``{"type": "error"}``);
     that raises ``UpstreamErrorInBody`` carrying the ErrorInfo so the caller can answer with an error.
     """
+    return translate_response_usage(body, plan, ctx)[0]
+
+
+def translate_response_usage(body: bytes, plan: Plan, ctx: Context) -> tuple[bytes, Usage | None]:
+    """``translate_response``, and the usage the upstream reported (read in the same decoding: the body is
+    parsed once for both)."""
     obj = parse_upstream_json(body)
     up = get_codec(plan.upstream)
     if _looks_like_error(obj):
         raise UpstreamErrorInBody(up.decode_error(502, body))
     resp = up.decode_response(obj, ctx)
-    return orjson.dumps(get_codec(plan.client).encode_response(resp, ctx))
+    return orjson.dumps(get_codec(plan.client).encode_response(resp, ctx)), resp.usage
 
 
 def translate_error(
