@@ -39,6 +39,7 @@ from dragoman.ir.common import ErrorInfo
 from dragoman.ir.common import ErrorKind
 from dragoman.logsafe import logsafe
 from dragoman.mitm import gemini_calls
+from dragoman.mitm import headers as hdr
 from dragoman.mitm import hosts
 from dragoman.mitm import options
 from dragoman.mitm.guards.scrub import Scrubber
@@ -72,7 +73,7 @@ FORWARDED = ("count_tokens-forwarded", "countTokens-forwarded")
 
 
 def is_websocket_upgrade(req: http.Request) -> bool:
-    return req.headers.get("upgrade", "").strip().lower() == "websocket"
+    return (hdr.get(req.headers, b"upgrade", "") or "").strip().lower() == "websocket"
 
 
 def models_request(path: str) -> tuple[bool, str | None] | None:

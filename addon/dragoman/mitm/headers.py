@@ -41,6 +41,15 @@ def has(headers: http.Headers, name: bytes) -> bool:
     return any(k.lower() == name for k, _ in headers.fields)
 
 
+def replace(headers: http.Headers, name: bytes, value: str) -> None:
+    """Set header ``name`` (lower case) only where it is present (every field of that name gets ``value``)."""
+    new = value.encode("utf-8", "surrogateescape")
+    fields = headers.fields
+    out = tuple((k, new) if k.lower() == name else (k, v) for k, v in fields)
+    if out != fields:
+        headers.fields = out
+
+
 def edit(headers: http.Headers, drop: Collection[bytes] = (), put: Iterable[tuple[bytes, str]] = ()) -> None:
     """Remove every field whose lower-case name is in ``drop`` and set each ``(name, value)`` of ``put`` (lower
     case names; a name in both is set), in one pass over the fields; ``fields`` is assigned only on a change."""

@@ -16,7 +16,7 @@ MIN_LENGTH = 8
 class KeyMask:
     """The set of secrets to mask; ``mask`` for a whole body, ``stream()`` for a body that arrives in pieces."""
 
-    __slots__ = ("secrets", "tail_bytes")
+    __slots__ = ("secrets", "tail_bytes", "texts")
 
     def __init__(self, keys: Iterable[str] = ()) -> None:
         found = {k.encode() for k in keys if k and len(k) >= MIN_LENGTH}
@@ -25,6 +25,8 @@ class KeyMask:
         #: the bytes a piece can end in while ending in the beginning of a key: any other last byte (an SSE
         #: event's newline) holds nothing back, without looking for a partial key at all
         self.tail_bytes = frozenset(b for s in self.secrets for b in s[:-1])
+        #: the secrets as text, to look for one in a string without encoding it
+        self.texts: tuple[str, ...] = tuple(s.decode("utf-8", "surrogateescape") for s in self.secrets)
 
     def __bool__(self) -> bool:
         return bool(self.secrets)
@@ -35,8 +37,16 @@ class KeyMask:
                 data = data.replace(secret, MASK)
         return data
 
+    def in_bytes(self, data: bytes) -> bool:
+        """Some key occurs in ``data``."""
+        return any(secret in data for secret in self.secrets)
+
+    def in_text(self, text: str) -> bool:
+        """Some key occurs in ``text``."""
+        return any(secret in text for secret in self.texts)
+
     def mask_text(self, text: str) -> str:
-        if not self.secrets:
+        if not self.in_text(text):
             return text
         return self.mask(text.encode("utf-8", "surrogateescape")).decode("utf-8", "surrogateescape")
 

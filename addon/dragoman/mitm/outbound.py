@@ -17,6 +17,7 @@ from urllib.parse import parse_qsl
 from urllib.parse import urlencode
 
 from mitmproxy import http
+from mitmproxy.net.http.url import hostport
 
 from dragoman.mitm import headers as hdr
 from dragoman.protocols import Protocol
@@ -115,9 +116,7 @@ def rewrite_url(
     """Point the flow at the upstream (``url`` None: keep the host the client asked for)."""
     _, sep, query = req.path.partition("?")
     if url is not None:
-        req.scheme = url.scheme  # scheme and port first: setting the host then fixes the Host header, once
-        req.data.port = url.port
-        req.host = url.host
+        point_at(req, url.scheme, url.host, url.port)
         path = endpoint_path(url, target, model, stream, identity)
     elif identity and target is not Protocol.GEMINI:
         return
@@ -126,6 +125,19 @@ def rewrite_url(
     if identity and sep:
         path += "?" + query
     req.path = path
+
+
+def point_at(req: http.Request, scheme: str, host: str, port: int) -> None:
+    """``req.scheme, req.host, req.port = scheme, host, port`` with the Host header (where present) and the
+    authority (where set) fixed once, as mitmproxy's setters do each time (a header scan per setter)."""
+    req.scheme = scheme
+    data = req.data
+    data.host = host  # (mitmproxy's setter keeps a str as it is)
+    data.port = port
+    value = hostport(scheme, host, port)
+    hdr.replace(req.headers, b"host", value)
+    if data.authority:
+        req.authority = value
 
 
 def rewrite_auth(

@@ -154,10 +154,14 @@ class Translate(TranslateConfig):
 
     def _new_context(self, up: Upstream, flow: http.HTTPFlow, model: str) -> Context:
         config = self.routing.config
+        opts = self.context_options
+        if opts is None:  # not configured yet (an addon driven without ``configure``)
+            o = ctx.options
+            opts = (o.dragoman_strict, o.dragoman_chat_reasoning, o.dragoman_chat_max_tokens_field)
         return Context(
-            strict=ctx.options.dragoman_strict,
-            chat_reasoning_field=ctx.options.dragoman_chat_reasoning,
-            chat_max_tokens_field=ctx.options.dragoman_chat_max_tokens_field,
+            strict=opts[0],
+            chat_reasoning_field=opts[1],
+            chat_max_tokens_field=opts[2],
             profile=upstream_profile(up, flow.request.host, flow.request.port),
             model_limits=config.model_limits(up.name, model) if config is not None else None,
             anthropic_cache=anthropic_cache(up, flow.request.host),

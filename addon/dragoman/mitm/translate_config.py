@@ -46,6 +46,7 @@ JSON_CT = inbound.JSON_CT
 ROUTE_HEADER = "x-dragoman-route"
 SHORTHAND_OPTIONS = ("dragoman_target", "dragoman_upstream", "dragoman_api_key", "dragoman_model_map")
 ROUTING_OPTIONS = frozenset({"dragoman_config", "dragoman_profile", *SHORTHAND_OPTIONS})
+CONTEXT_OPTIONS = frozenset({"dragoman_strict", "dragoman_chat_reasoning", "dragoman_chat_max_tokens_field"})
 EXPOSURE_OPTIONS = frozenset({"dragoman_client_keys", "dragoman_allow_remote", "listen_host", "mode"})
 
 
@@ -78,6 +79,9 @@ class TranslateConfig:
         #: flows carrying credentials until their request is sent
         self.scrubber = Scrubber()
         self._keys = KeyMask()
+        #: ``dragoman_strict``, ``dragoman_chat_reasoning``, ``dragoman_chat_max_tokens_field`` as configured (read
+        #: by every translated flow's ``Context``; None until ``configure`` saw them)
+        self.context_options: tuple[bool, str, str] | None = None
         self._keys_for: object = None
         #: the size caps (``options.declare_limits``), in bytes
         self.max_body = human.parse_size(options.MAX_BODY_DEFAULT) or 0
@@ -109,6 +113,12 @@ class TranslateConfig:
             self.lint = str(opts.dragoman_lint)  # a bad value: OptionsError below
         if "dragoman_keep_answer" in updated:
             self.keep_answer = bool(opts.dragoman_keep_answer)
+        if updated & CONTEXT_OPTIONS or self.context_options is None:
+            self.context_options = (
+                opts.dragoman_strict,
+                opts.dragoman_chat_reasoning,
+                opts.dragoman_chat_max_tokens_field,
+            )
         self._configure_limits(updated)
         for name in ("dragoman_models_ttl", "dragoman_keep_images"):
             if name in updated and getattr(opts, name) < 0:

@@ -49,6 +49,7 @@ from mitmproxy import http
 from dragoman.ir.common import ErrorInfo
 from dragoman.ir.common import ErrorKind
 from dragoman.logsafe import logsafe
+from dragoman.mitm import headers as hdr
 from dragoman.mitm import hosts
 from dragoman.mitm.guards.client_auth import guarded
 from dragoman.protocols import Protocol
@@ -129,10 +130,10 @@ def parse_origins(values: Iterable[str]) -> CorsSpec:
 def browser_origin(headers: http.Headers) -> str | None:
     """Who made a browser's request: its ``Origin`` (``null`` included), else its foreign ``Sec-Fetch-Site``;
     None for a request no browser page made (SDKs, curl, Node, a URL typed into the address bar)."""
-    origin = headers.get("origin")
+    origin = hdr.get(headers, b"origin")
     if origin is not None:
         return origin
-    site = headers.get("sec-fetch-site", "").strip().lower()
+    site = (hdr.get(headers, b"sec-fetch-site", "") or "").strip().lower()
     return f"(no Origin; Sec-Fetch-Site: {site})" if site in FOREIGN_SITES else None
 
 
@@ -231,7 +232,7 @@ class Cors:
             self.guard(flow)
             return
         req = flow.request
-        origin = req.headers.get("origin")
+        origin = hdr.get(req.headers, b"origin")
         if origin is None or not guarded(flow):
             return
         allow_origin = self.allow_origin(origin)

@@ -28,6 +28,7 @@ from mitmproxy.utils import human
 from dragoman.ir.common import ErrorInfo
 from dragoman.ir.common import ErrorKind
 from dragoman.logsafe import logsafe
+from dragoman.mitm import headers as hdr
 from dragoman.mitm import hosts
 from dragoman.mitm import outbound
 from dragoman.mitm.guards.inflate import BadEncoding
@@ -104,7 +105,7 @@ class BodyGate:
         if _head_over(flow):
             return  # refused 431 in ``request``: such a head cannot go to the relay (not held, not refused unread)
         try:
-            declared = int(flow.request.headers.get("content-length", "0").strip() or 0)
+            declared = int((hdr.get(flow.request.headers, b"content-length", "0") or "").strip() or 0)
         except ValueError:
             return  # mitmproxy refuses a malformed length itself
         limit = self.owner.max_body
@@ -116,7 +117,8 @@ class BodyGate:
     def _holdable(self, flow: http.HTTPFlow) -> bool:
         """A chunked body to an endpoint Translate handles, while the relay runs and no replay is on."""
         headers = flow.request.headers
-        if "content-length" in headers or "chunked" not in headers.get("transfer-encoding", "").lower():
+        te = hdr.get(headers, b"transfer-encoding", "") or ""
+        if "chunked" not in te.lower() or hdr.has(headers, b"content-length"):
             return False
         replayer = ctx.master.addons.get("replayer")
         if not self.owner.relay.port or (replayer is not None and bool(getattr(replayer, "source", False))):
@@ -146,7 +148,7 @@ class BodyGate:
         if len(raw) > limit:
             self._refuse(flow, shape, 413, f"request body of {len(raw)} bytes is larger than {limit} bytes")
             return
-        encoding = req.headers.get("content-encoding", "").strip()
+        encoding = (hdr.get(req.headers, b"content-encoding", "") or "").strip()
         if not encoding or encoding.lower() in ("identity", "none"):
             return
         try:

@@ -126,9 +126,8 @@ MetadataMask = FlowScrub
 
 
 def _mask_request(req: http.Request, keys: KeyMask) -> None:
-    path = keys.mask_text(req.path)
-    if path != req.path:
-        req.path = path
+    if keys.in_bytes(req.data.path):
+        req.data.path = keys.mask(req.data.path)
     body = req.raw_content
     if body:
         masked = keys.mask(body)
@@ -138,9 +137,21 @@ def _mask_request(req: http.Request, keys: KeyMask) -> None:
 
 def _mask_metadata(flow: http.HTTPFlow, keys: KeyMask) -> None:
     for name, value in list(flow.metadata.items()):
-        masked = _masked(value, keys)
-        if masked is not value:
-            flow.metadata[name] = masked
+        if _holds(value, keys):
+            flow.metadata[name] = _masked(value, keys)
+
+
+def _holds(value: Any, keys: KeyMask) -> bool:
+    """Some string or bytes inside ``value`` holds a key (a walk that builds nothing: the common case)."""
+    if isinstance(value, str):
+        return keys.in_text(value)
+    if isinstance(value, bytes):
+        return keys.in_bytes(value)
+    if isinstance(value, dict):
+        return any(_holds(v, keys) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_holds(v, keys) for v in value)
+    return False
 
 
 def _masked(value: Any, keys: KeyMask) -> Any:
