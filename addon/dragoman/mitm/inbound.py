@@ -379,6 +379,12 @@ def mask_whole(flow: http.HTTPFlow, keys: KeyMask) -> None:
 
 
 def log_done(flow: http.HTTPFlow, state: FlowState, status: int) -> None:
+    if logger.isEnabledFor(logging.INFO):  # its parts are only put together for a line that is shown
+        _log_done_line(flow, state, status)
+    log_dropped(flow, state)
+
+
+def _log_done_line(flow: http.HTTPFlow, state: FlowState, status: int) -> None:
     plan = state.plan
     model = (
         state.client_model
@@ -401,7 +407,6 @@ def log_done(flow: http.HTTPFlow, state: FlowState, status: int) -> None:
         tries,
         logsafe(rid, 200),
     )
-    log_dropped(flow, state)
 
 
 def log_dropped(flow: http.HTTPFlow, state: FlowState) -> None:

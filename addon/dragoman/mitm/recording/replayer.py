@@ -21,6 +21,7 @@ import asyncio
 import json
 import logging
 import secrets
+from collections.abc import Awaitable
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,7 @@ from dragoman.ir.common import ErrorKind
 from dragoman.logsafe import logsafe
 from dragoman.mitm.flowstate import TARGET_OVERRIDE_KEY
 from dragoman.mitm.recording import files as store
+from dragoman.protocols import Protocol
 from dragoman.protocols import detect
 from dragoman.record.keys import DEFAULT_IGNORE
 from dragoman.record.keys import conversation_key
@@ -120,13 +122,19 @@ class ReplayerBefore:
     def __init__(self, owner: Replayer) -> None:
         self.owner = owner
 
-    async def request(self, flow: http.HTTPFlow) -> None:
-        rp = self.owner
-        if rp.index is None or flow.response is not None or flow.error is not None:
-            return
+    def request(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
+        """Nothing to await while no replay is on (the chain's ``request`` then stays synchronous: no coroutine
+        per flow); a replayed POST to an LLM endpoint is matched in ``_replay``."""
+        if self.owner.index is None or flow.response is not None or flow.error is not None:
+            return None
         protocol = detect(flow.request.path)
         if protocol is None or flow.request.method != "POST":
-            return
+            return None
+        return self._replay(flow, protocol)
+
+    async def _replay(self, flow: http.HTTPFlow, protocol: Protocol) -> None:
+        rp = self.owner
+        assert rp.index is not None
         await rp.ensure_server()
         raw = flow.request.get_content(strict=False) or b""
         try:
