@@ -417,10 +417,17 @@ def log_dropped(flow: http.HTTPFlow, state: FlowState) -> None:
             "flow %s: adjusted to the model's declared limits: %s", flow.id, logsafe(", ".join(state.ctx.adjusted))
         )
     report = state.ctx.dropped
-    if report.entries:
-        logger.warning(
+    if report.entries and logger.isEnabledFor(logging.WARNING):
+        # a line per flow: the record is made directly (``Logger.warning`` also walks the stack for the
+        # caller's file and line, which no handler of mitmproxy's shows), the rest as ``warning`` does it
+        record = logger.makeRecord(
+            logger.name,
+            logging.WARNING,
+            __file__,
+            0,
             "flow %s: lossy translation, %d not carried as sent (%s)",
-            flow.id,
-            report.count,
-            logsafe(report.summary(), 2000),
+            (flow.id, report.count, logsafe(report.summary(), 2000)),
+            None,
+            "log_dropped",
         )
+        logger.handle(record)

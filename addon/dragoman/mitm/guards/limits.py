@@ -62,9 +62,9 @@ def parse_size(name: str, value: str) -> int:
 
 def _head_over(flow: http.HTTPFlow) -> int:
     """The size of the flow's request head when it is over ``http1.HEAD_LIMIT`` (what the relay reads), else 0."""
-    req = flow.request
-    start = len(req.method) + len(req.path) + len(req.http_version) + 2
-    size = http1.head_size(start, req.headers.fields)
+    data = flow.request.data  # the start line's bytes as they go (no decoding)
+    start = len(data.method) + len(data.path) + len(data.http_version) + 2
+    size = http1.head_size(start, data.headers.fields)
     return size if size > http1.HEAD_LIMIT else 0
 
 

@@ -143,14 +143,28 @@ def _mask_metadata(flow: http.HTTPFlow, keys: KeyMask) -> None:
 
 def _holds(value: Any, keys: KeyMask) -> bool:
     """Some string or bytes inside ``value`` holds a key (a walk that builds nothing: the common case)."""
-    if isinstance(value, str):
-        return keys.in_text(value)
-    if isinstance(value, bytes):
-        return keys.in_bytes(value)
-    if isinstance(value, dict):
-        return any(_holds(v, keys) for v in value.values())
-    if isinstance(value, (list, tuple)):
-        return any(_holds(v, keys) for v in value)
+    texts, secrets = keys.texts, keys.secrets
+    todo = [value]
+    while todo:
+        v = todo.pop()
+        t = type(v)
+        if t is str:
+            if any(s in v for s in texts):
+                return True
+        elif t is dict:
+            todo.extend(v.values())
+        elif t is list or t is tuple:
+            todo.extend(v)
+        elif isinstance(v, str):
+            if any(s in v for s in texts):
+                return True
+        elif isinstance(v, (bytes, bytearray)):
+            if any(s in v for s in secrets):
+                return True
+        elif isinstance(v, dict):
+            todo.extend(v.values())
+        elif isinstance(v, (list, tuple)):
+            todo.extend(v)
     return False
 
 

@@ -109,13 +109,16 @@ class Recorder:
         self.seq = 0
         self.written = 0
         self.writer = RecordWriter(self._write_failed)
+        #: mitmproxy's ``save_stream_file`` is set (None: not configured yet, read it each time)
+        self._save_stream: bool | None = None
 
     @property
     def active(self) -> bool:
         return self.root is not None or self._saving()
 
-    @staticmethod
-    def _saving() -> bool:
+    def _saving(self) -> bool:
+        if self._save_stream is not None:
+            return self._save_stream
         return bool(getattr(ctx.options, "save_stream_file", None))
 
     # -- options
@@ -147,6 +150,8 @@ class Recorder:
         )
 
     def configure(self, updated: set[str]) -> None:
+        if "save_stream_file" in updated:  # mitmproxy's option, read by every flow's hooks (``active``)
+            self._save_stream = bool(getattr(ctx.options, "save_stream_file", None))
         if "dragoman_redact" in updated:
             self.redact_names = [n for n in ctx.options.dragoman_redact if n.strip()]
         if "dragoman_record" in updated or "dragoman_record_session" in updated:
