@@ -41,6 +41,18 @@ def has(headers: http.Headers, name: bytes) -> bool:
     return any(k.lower() == name for k, _ in headers.fields)
 
 
+def set_body(message: http.Message, body: bytes) -> None:
+    """``message.content = body`` (the length set, unless a ``transfer-encoding`` frames it), without
+    mitmproxy's three header lookups; a message with a ``content-encoding`` is left to mitmproxy (it encodes)."""
+    names = {k.lower() for k, _ in message.headers.fields}
+    if b"content-encoding" in names:
+        message.content = body
+        return
+    message.raw_content = body
+    if b"transfer-encoding" not in names:
+        edit(message.headers, put=[(b"content-length", str(len(body)))])
+
+
 def replace(headers: http.Headers, name: bytes, value: str) -> None:
     """Set header ``name`` (lower case) only where it is present (every field of that name gets ``value``)."""
     new = value.encode("utf-8", "surrogateescape")

@@ -16,10 +16,12 @@ Options are declared in ``options``; routes and key pools live in ``routing`` (s
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable
 
 from mitmproxy import ctx
 from mitmproxy import http
+from mitmproxy.net.http import status_codes
 
 from dragoman.errors import TranslationError
 from dragoman.ir.common import ErrorInfo
@@ -266,10 +268,12 @@ class Translate(TranslateConfig):
             logger.exception("flow %s: running the upstream attempts failed", flow.id)
             answer = job.error_answer(502, "Dragoman failed to run the upstream attempts", None)
         headers = http.Headers([(k.encode("latin-1"), v.encode("latin-1")) for k, v in answer.headers])
-        resp = http.Response.make(answer.status, b"", headers)
-        resp.raw_content = answer.body  # as the upstream sent it: the response hook decodes and translates
-        resp.headers["content-length"] = str(len(answer.body))
-        flow.response = resp
+        hdr.edit(headers, put=[(b"content-length", str(len(answer.body)))])
+        reason = status_codes.RESPONSES.get(answer.status, "").encode()
+        now = time.time()
+        # the body as the upstream sent it (the response hook decodes and translates it); what
+        # ``Response.make`` builds, without setting an empty body first
+        flow.response = http.Response(b"HTTP/1.1", answer.status, reason, headers, answer.body, None, now, now)
         flow.metadata[METADATA_KEY] = state.metadata()
 
     # -- response
@@ -396,11 +400,9 @@ class Translate(TranslateConfig):
             return
         url, path, body = state.sent_request
         req = flow.request
-        req.scheme = url.scheme
-        req.host = url.host
-        req.port = url.port
+        outbound.point_at(req, url.scheme, url.host, url.port)
         req.path = path
-        req.content = body
+        hdr.set_body(req, body)
 
     def matches(self, flow: http.HTTPFlow) -> bool:
         return self._matches(flow)
@@ -441,7 +443,7 @@ def _drop_body(flow: http.HTTPFlow, cr: ClientRequest) -> None:
     """Every attempt is translated (``cr.raw`` emptied): the client's bytes leave the flow too, so a large body
     is held as its parsed text plus the translated body, not three times (issue 23, 3(e))."""
     if not cr.raw and flow.request.raw_content:
-        flow.request.content = b""
+        hdr.set_body(flow.request, b"")
 
 
 def _plain_http1(flow: http.HTTPFlow) -> bool:
