@@ -41,6 +41,17 @@ def has(headers: http.Headers, name: bytes) -> bool:
     return any(k.lower() == name for k, _ in headers.fields)
 
 
+def body(message: http.Message) -> bytes:
+    """``message.get_content(strict=False) or b""``: the raw body when no ``content-encoding`` applies (one scan
+    instead of mitmproxy's lookup), else mitmproxy's decoding (the raw body when it cannot decode)."""
+    raw = message.raw_content
+    if not raw:
+        return b""
+    if has(message.headers, b"content-encoding"):
+        return message.get_content(strict=False) or b""
+    return raw
+
+
 def set_body(message: http.Message, body: bytes) -> None:
     """``message.content = body`` (the length set, unless a ``transfer-encoding`` frames it), without
     mitmproxy's three header lookups; a message with a ``content-encoding`` is left to mitmproxy (it encodes)."""

@@ -304,7 +304,7 @@ def translate_whole(flow: http.HTTPFlow, state: FlowState) -> None:
     resp = flow.response
     assert resp is not None
     plan = state.plan
-    body = resp.get_content(strict=False) or b""
+    body = hdr.body(resp)
     status = resp.status_code
     headers: dict[str, str] = {}
     for k, v in resp.headers.fields:  # lower-case names, the first value of each (one pass)
@@ -371,7 +371,7 @@ def mask_whole(flow: http.HTTPFlow, keys: KeyMask) -> None:
     resp = flow.response
     if not keys or resp is None or resp.stream:
         return
-    body = resp.raw_content if not hdr.has(resp.headers, b"content-encoding") else resp.get_content(strict=False)
+    body = hdr.body(resp)
     if body:
         masked = keys.mask(body)
         if masked is not body and masked != body:

@@ -100,7 +100,7 @@ class Translate(TranslateConfig):
             return None
         try:
             cr = decode_client_request(
-                flow.request.get_content(strict=False) or b"", client, self.keep_images, flow.request.path
+                hdr.body(flow.request), client, self.keep_images, flow.request.path
             )
         except TranslationError as e:
             self._reject(flow, client, e.to_error_info())
@@ -314,7 +314,7 @@ class Translate(TranslateConfig):
         translated = whole and not state.plan.identity
         if whole and self.usage.on and 200 <= flow.response.status_code < 300 and not _json_translated(flow, state):
             # (a translated JSON answer's usage is read as it is translated: the body is parsed once)
-            whole_usage(state, flow.response.get_content(strict=False) or b"")
+            whole_usage(state, hdr.body(flow.response))
         if whole:
             inbound.rename_back_whole(flow, state)
         linted = lint.whole_before(flow, state, self.lint) if whole else None
@@ -325,7 +325,7 @@ class Translate(TranslateConfig):
             inbound.translate_whole(flow, state)
             self._lossy_header(flow.response, state)  # the whole answer has not left yet: the full count
         if state.ticket is not None and state.translator is None and 200 <= flow.response.status_code < 300:
-            state.ticket.offer_whole(state, flow.response.get_content(strict=False) or b"")
+            state.ticket.offer_whole(state, hdr.body(flow.response))
         lint.whole_after(flow, state, linted, upstream_status)
         inbound.mask_whole(flow, self.keys)
         self._show_upstream(flow, state)
