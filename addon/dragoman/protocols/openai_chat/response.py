@@ -164,7 +164,7 @@ def _message_content(msg: m.ResponseMessage, ctx: Context) -> list[OutputPart]:
                 ctx.dropped.add(f"message.content.{t}")
     if msg.refusal:
         content.append(RefusalPart(msg.refusal))
-    annotations = getattr(msg, "annotations", None)
+    annotations = (msg.model_extra or {}).get("annotations")  # an extra field (no ``getattr`` miss: it raises)
     if annotations:
         cites = search.citations_from(annotations, ctx.dropped)
         texts = [p for p in content if type(p) is TextPart]
