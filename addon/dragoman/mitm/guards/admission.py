@@ -11,8 +11,9 @@ Admission meters the start of Dragoman's streams, in the request hook right afte
 translated and its route chosen; nothing has gone upstream yet):
 
 * a timer due every ``TICK`` seconds measures the loop's lag (how late it runs: about the last turn's length)
-  and grants ``BURST`` starts a tick while the lag is under ``dragoman_admission_lag`` (milliseconds), one a
-  tick while it is over: every stream starts, the ones started run at full speed;
+  and grants ``BURST`` starts a tick while the lag is under ``dragoman_admission_lag`` (milliseconds), fewer
+  the further it is over (``BURST * limit / lag``, at least one): every stream starts, the ones started run
+  at full speed;
 * a stream that finds no start granted waits its turn (a future; first come, first served);
 * requests that are not streams (short answers, ``count_tokens``, models), flows Dragoman answered itself and
   flows that are not Dragoman's never wait; on a lightly loaded proxy nothing waits at all (the hook takes one
@@ -146,7 +147,8 @@ class Admission:
         loop = asyncio.get_running_loop()
         now = loop.time()
         self.lag = now - self._due
-        grant = 1 if self.lag >= self.limit else BURST
+        # the longer the loop's turns, the fewer new streams join them: BURST at the limit, half at twice it, ...
+        grant = BURST if self.lag < self.limit else max(1, int(BURST * self.limit / self.lag))
         waiting = self.waiting
         while grant and waiting:
             fut = waiting.popleft()
