@@ -83,3 +83,38 @@ def test_thousands_of_headers_are_handled_in_one_pass():
     assert (
         "x-api-key" not in req.headers and "cookie" not in req.headers and len(req.headers.fields) == 2502
     )  # + content-length, authorization
+
+
+# -- point_at: the Host header and the authority fixed once, as mitmproxy's setters do (issue 31) ------------------
+
+
+@pytest.mark.parametrize("host_header", [True, False])
+@pytest.mark.parametrize("authority", [b"", b"client.example:8080"])
+def test_point_at_matches_mitmproxys_setters(host_header, authority):
+    def make() -> http.Request:
+        req = http.Request.make("POST", "http://client.example:8080/v1/messages", b"{}", {"content-type": "a/b"})
+        if not host_header:
+            req.headers.pop("host", None)
+        else:
+            req.headers["Host"] = "client.example:8080"
+        req.data.authority = authority
+        return req
+
+    mine, theirs = make(), make()
+    outbound.point_at(mine, "https", "up.example", 443)
+    theirs.scheme, theirs.host, theirs.port = "https", "up.example", 443
+    assert (mine.scheme, mine.host, mine.port, mine.authority) == (theirs.scheme, theirs.host, theirs.port, theirs.authority)
+    assert mine.headers.fields == theirs.headers.fields
+    assert mine.url == theirs.url == "https://up.example/v1/messages"
+
+
+def test_rewrite_auth_makes_the_extra_edits_in_the_same_pass():
+    req = request("")
+    req.headers["content-encoding"] = "gzip"
+    req.headers["anthropic-beta"] = "x"
+    outbound.rewrite_auth(req, Protocol.OPENAI_CHAT, KEY, {b"content-encoding"}, [(b"accept-encoding", "identity")])
+    names = [k.decode().lower() for k, _ in req.headers.fields]
+    assert "content-encoding" not in names and "anthropic-beta" not in names
+    assert req.headers["accept-encoding"] == "identity"
+    assert req.headers["authorization"] == f"Bearer {KEY}"
+    assert not any(n in names for n in ("x-api-key", "api-key", "x-goog-api-key", "cookie", "proxy-authorization"))

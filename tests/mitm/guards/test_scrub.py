@@ -141,3 +141,37 @@ def test_flows_of_other_hosts_keep_their_headers():
         scrubber.mark.request(f)
         scrubber.response(f)
         assert SCOPE_KEY not in f.metadata and f.request.headers["authorization"] == "Bearer theirs-123"
+
+
+# -- the key search over metadata builds nothing when no key is there (issue 31) ----------------------------------
+
+
+def test_metadata_without_a_key_is_left_as_the_same_objects():
+    from dragoman.mitm.guards.scrub import _mask_metadata
+    from dragoman.mitm.keymask import KeyMask
+
+    f = keyed_flow()
+    inner = {"lossy": [{"path": "system[0].cache_control", "kind": "dropped"}], "t": ("a", b"b", 3, None)}
+    f.metadata["dragoman"] = inner
+    _mask_metadata(f, KeyMask([KEY]))
+    assert f.metadata["dragoman"] is inner
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        ("x", f"k={KEY}"),
+        {"deep": [{"deeper": (b"x", f"{KEY}".encode())}]},
+        bytearray(b"no"),  # not searched as text, and not a key: untouched
+    ],
+    ids=["tuple-str", "nested-bytes", "bytearray"],
+)
+def test_metadata_keys_found_in_tuples_and_nested_bytes(value):
+    from dragoman.mitm.guards.scrub import _mask_metadata
+    from dragoman.mitm.keymask import KeyMask
+
+    f = keyed_flow()
+    f.metadata["v"] = value
+    _mask_metadata(f, KeyMask([KEY]))
+    assert KEY not in repr(f.metadata["v"])
+    assert type(f.metadata["v"]) is type(value)
