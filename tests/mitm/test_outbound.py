@@ -103,7 +103,12 @@ def test_point_at_matches_mitmproxys_setters(host_header, authority):
     mine, theirs = make(), make()
     outbound.point_at(mine, "https", "up.example", 443)
     theirs.scheme, theirs.host, theirs.port = "https", "up.example", 443
-    assert (mine.scheme, mine.host, mine.port, mine.authority) == (theirs.scheme, theirs.host, theirs.port, theirs.authority)
+    assert (mine.scheme, mine.host, mine.port, mine.authority) == (
+        theirs.scheme,
+        theirs.host,
+        theirs.port,
+        theirs.authority,
+    )
     assert mine.headers.fields == theirs.headers.fields
     assert mine.url == theirs.url == "https://up.example/v1/messages"
 

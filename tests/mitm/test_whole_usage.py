@@ -8,13 +8,18 @@ import json
 import pytest
 from mitmproxy import http
 from mitmproxy.test import taddons
+from tests.mitm.test_translate_addon import make_flow
 
 from dragoman import demo as fu
 from dragoman.mitm.translate_addon import Translate
 from dragoman.protocols import _wire
-from tests.mitm.test_translate_addon import make_flow
 
-USAGE = {"prompt_tokens": 40, "completion_tokens": 7, "total_tokens": 47, "prompt_tokens_details": {"cached_tokens": 10}}
+USAGE = {
+    "prompt_tokens": 40,
+    "completion_tokens": 7,
+    "total_tokens": 47,
+    "prompt_tokens_details": {"cached_tokens": 10},
+}
 
 
 class Ledger:

@@ -11,7 +11,7 @@ with ``", "``; a set header replaces every field of that name at the first one's
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Container
 from collections.abc import Iterable
 
 from mitmproxy import http
@@ -73,7 +73,7 @@ def replace(headers: http.Headers, name: bytes, value: str) -> None:
         headers.fields = out
 
 
-def edit(headers: http.Headers, drop: Collection[bytes] = (), put: Iterable[tuple[bytes, str]] = ()) -> None:
+def edit(headers: http.Headers, drop: Container[bytes] = (), put: Iterable[tuple[bytes, str]] = ()) -> None:
     """Remove every field whose lower-case name is in ``drop`` and set each ``(name, value)`` of ``put`` (lower
     case names; a name in both is set), in one pass over the fields; ``fields`` is assigned only on a change."""
     puts = {n: v.encode("utf-8", "surrogateescape") for n, v in put}

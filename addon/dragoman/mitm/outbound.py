@@ -9,7 +9,7 @@ otherwise the client's own key moves to the upstream protocol's header (``x-api-
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Container
 from collections.abc import Iterable
 from collections.abc import Sequence
 from functools import lru_cache
@@ -141,14 +141,14 @@ def point_at(req: http.Request, scheme: str, host: str, port: int) -> None:
 
 
 def rewrite_auth(
-    req: http.Request, target: Protocol, key: str | None, drop: Collection[bytes] = (), put: Sequence[Put] = ()
+    req: http.Request, target: Protocol, key: str | None, drop: Container[bytes] = (), put: Sequence[Put] = ()
 ) -> None:
     """``key``: the upstream's own key (every client credential removed), or None to move the client's key.
     ``drop``/``put``: more header edits made in the same pass over the headers (``headers.edit``)."""
     headers = req.headers
     if key is not None:
         strip_query_credentials(req)
-        gone: Collection[bytes] = CredentialNames()
+        gone: Container[bytes] = CredentialNames()
     else:
         key = client_key(headers, req.path.partition("?")[2])
         gone = _AUTH_BYTES
@@ -202,7 +202,7 @@ class _Drop:
 
     __slots__ = ("gone", "more", "anthropic")
 
-    def __init__(self, gone: Collection[bytes], more: Collection[bytes], target: Protocol) -> None:
+    def __init__(self, gone: Container[bytes], more: Container[bytes], target: Protocol) -> None:
         self.gone, self.more = gone, more
         self.anthropic = target is not Protocol.ANTHROPIC_MESSAGES
 

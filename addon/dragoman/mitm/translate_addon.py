@@ -99,9 +99,7 @@ class Translate(TranslateConfig):
         if client is None:
             return None
         try:
-            cr = decode_client_request(
-                hdr.body(flow.request), client, self.keep_images, flow.request.path
-            )
+            cr = decode_client_request(hdr.body(flow.request), client, self.keep_images, flow.request.path)
         except TranslationError as e:
             self._reject(flow, client, e.to_error_info())
             return None
