@@ -1,0 +1,140 @@
+"""Issue 31: the CPU of Dragoman's own hooks for one short request, in process (no mitmdump, no sockets).
+
+    .venv/bin/python bench/hook_cost.py [--flows 2000] [--rounds 5] [--script addon/dragoman.py]
+
+Loads the entry script's ``Chain`` under ``mitmproxy.test.taddons`` (one Chat upstream, the fake upstream of
+``fake_upstream.py`` answering once for the real upstream answer), then runs ``requestheaders``, ``request``,
+``responseheaders`` and ``response`` on new flows shaped as ``load.py``'s short requests (a Claude Code-shaped
+non-streamed Anthropic request, reverse mode, plain HTTP/1.1) and prints the thread CPU µs per flow of each hook
+(median over rounds). mitmproxy's own work (HTTP layers, its hook dispatch, its addons) is not in it: this is
+what Dragoman adds on top of the pass-through, and it moves with the code, not with the machine's load, much less
+than ``load.py``'s ratios. The ledger is off and termlog absent (mitmproxy's legacy ``add_log`` handler is
+there, so the one WARNING line of a lossy flow costs a little more than in mitmdump). ``--script`` measures
+another checkout's entry script (its package must be the one importable, e.g. its own ``.venv``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client as http_client
+import statistics
+import time
+from collections.abc import Awaitable
+
+import orjson
+import procs
+import streams
+from mitmproxy import http
+from mitmproxy.addons import script as mscript
+from mitmproxy.proxy import mode_specs
+from mitmproxy.test import taddons
+from mitmproxy.test import tflow
+
+HOOKS = ("requestheaders", "request", "responseheaders", "response")
+
+
+def _run(res: Awaitable[None] | None) -> None:
+    """A hook's awaitable, run to its end (none of them waits on anything for these flows)."""
+    if res is None:
+        return
+    it = res.__await__()
+    try:
+        it.send(None)
+    except StopIteration:
+        return
+    raise RuntimeError("a hook really waited: this probe measures flows answered without waiting")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--flows", type=int, default=2000)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--script", default=str(procs.REPO / "addon" / "dragoman.py"))
+    a = ap.parse_args()
+    up = procs.start_upstream(None, [])
+    try:
+        chain = mscript.load_script(a.script).addons[0]
+        req = dict(streams.small_request(streams.ANTHROPIC, "text"))
+        req["stream"] = False
+        body = orjson.dumps(req)
+        head = [
+            (b"host", b"127.0.0.1"),
+            (b"content-type", b"application/json"),
+            (b"x-api-key", b"sk-bench"),
+            (b"authorization", b"Bearer sk-bench"),
+            (b"anthropic-version", b"2023-06-01"),
+            (b"content-length", str(len(body)).encode()),
+            (b"connection", b"keep-alive"),
+        ]
+        mode = mode_specs.ProxyMode.parse(f"reverse:http://127.0.0.1:{up.port}")
+
+        def flow() -> http.HTTPFlow:
+            f = tflow.tflow()
+            f.client_conn.tls = False
+            f.client_conn.proxy_mode = mode
+            now = time.time()
+            f.request = http.Request(
+                "127.0.0.1", up.port, b"POST", b"http", b"", b"/v1/messages", b"HTTP/1.1", http.Headers(head), body,
+                None, now, now,
+            )  # fmt: skip
+            f.response = None
+            return f
+
+        with taddons.context(chain) as tctx:
+            tctx.options.listen_host = "127.0.0.1"
+            tctx.options.mode = [f"reverse:http://127.0.0.1:{up.port}"]
+            tctx.configure(
+                chain,
+                dragoman_target="openai-chat",
+                dragoman_upstream=f"http://127.0.0.1:{up.port}/v1",
+                dragoman_api_key="sk-bench",
+                dragoman_ledger="off",
+            )
+            f = flow()
+            chain.requestheaders(f)
+            _run(chain.request(f))
+            conn = http_client.HTTPConnection("127.0.0.1", up.port)
+            conn.request("POST", f.request.path, f.request.content, dict(f.request.headers))
+            answer = conn.getresponse()
+            answer_body = answer.read()
+            answer_head = [(k.lower().encode(), v.encode()) for k, v in answer.getheaders()]
+            if answer.status != 200:
+                raise RuntimeError(f"the fake upstream answered {answer.status}: {answer_body[:200]!r}")
+            per: dict[str, list[float]] = {h: [] for h in HOOKS}
+            tt = time.thread_time
+            for _ in range(a.rounds):
+                acc = dict.fromkeys(HOOKS, 0.0)
+                for _ in range(a.flows):
+                    f = flow()
+                    t0 = tt()
+                    chain.requestheaders(f)
+                    t1 = tt()
+                    _run(chain.request(f))
+                    t2 = tt()
+                    now = time.time()
+                    f.response = http.Response(
+                        b"HTTP/1.1", 200, b"OK", http.Headers(answer_head), answer_body, None, now, now
+                    )
+                    t3 = tt()
+                    chain.responseheaders(f)
+                    t4 = tt()
+                    chain.response(f)
+                    t5 = tt()
+                    for h, d in zip(HOOKS, (t1 - t0, t2 - t1, t4 - t3, t5 - t4), strict=True):
+                        acc[h] += d
+                for h in HOOKS:
+                    per[h].append(acc[h] / a.flows * 1e6)
+            if b'"type":"message"' not in (f.response.content or b""):
+                raise RuntimeError(f"the last flow was not translated: {f.response.content[:200]!r}")
+        total = [sum(per[h][i] for h in HOOKS) for i in range(a.rounds)]
+        print("Dragoman's hooks, thread CPU µs per short request (median of rounds):")
+        for h in HOOKS:
+            print(f"  {h:16s} {statistics.median(per[h]):8.1f}")
+        print(f"  {'total':16s} {statistics.median(total):8.1f}  (min {min(total):.1f}, max {max(total):.1f})")
+    finally:
+        up.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
