@@ -44,6 +44,7 @@ PARTS = [
             "mitm/translate_addon",
             "mitm/inbound",
             "mitm/outbound",
+            "mitm/headers",
             "mitm/usage",
             "mitm/flowstate",
             "mitm/faults",
