@@ -300,7 +300,9 @@ def rename_back_whole(flow: http.HTTPFlow, state: FlowState) -> None:
         resp.content = out
 
 
-def translate_whole(flow: http.HTTPFlow, state: FlowState) -> None:
+def translate_whole(flow: http.HTTPFlow, state: FlowState, lossy_header: bytes = b"") -> None:
+    """The whole answer in the client's protocol; ``lossy_header``: the header naming how many entries the flow's
+    lossiness report holds once the answer is translated (set with the answer's other headers)."""
     resp = flow.response
     assert resp is not None
     plan = state.plan
@@ -345,14 +347,17 @@ def translate_whole(flow: http.HTTPFlow, state: FlowState) -> None:
     if status != resp.status_code:
         resp.status_code = status
         resp.reason = status_codes.RESPONSES.get(status, "")
+    puts = [(lossy_header, str(state.ctx.dropped.count))] if lossy_header else []
     if content_type == JSON_CT:
-        hdr.edit(resp.headers, _WHOLE_DROP, [(b"content-type", JSON_CT), (b"content-length", str(len(out)))])
+        puts += [(b"content-type", JSON_CT), (b"content-length", str(len(out)))]
+        hdr.edit(resp.headers, _WHOLE_DROP, puts)
         resp.raw_content = out  # no content-encoding left: the body as it goes (what ``content =`` sets)
         return
     resp.headers.pop("content-encoding", None)
     resp.headers.pop("transfer-encoding", None)
     stream_headers(resp)
-    resp.headers["content-type"] = client_stream_type(state)
+    puts.append((b"content-type", client_stream_type(state)))
+    hdr.edit(resp.headers, put=puts)
     resp.content = out
 
 

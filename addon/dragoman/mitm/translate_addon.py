@@ -320,8 +320,8 @@ class Translate(TranslateConfig):
         if translated:
             if self.keep_answer:  # the view's upstream side of a whole answer, read before it is translated
                 state.upstream_whole = inbound.assemble_whole(flow.response, state.plan.upstream)
-            inbound.translate_whole(flow, state)
-            self._lossy_header(flow.response, state)  # the whole answer has not left yet: the full count
+            # the whole answer has not left yet: its lossy count is the full one (set with its other headers)
+            inbound.translate_whole(flow, state, LOSSY_HEADER_B if self.lossy_header else b"")
         if state.ticket is not None and state.translator is None and 200 <= flow.response.status_code < 300:
             state.ticket.offer_whole(state, hdr.body(flow.response))
         lint.whole_after(flow, state, linted, upstream_status)
@@ -387,10 +387,6 @@ class Translate(TranslateConfig):
             self.relay.forget(state.relay_token)
         logger.debug("flow %s: state released, %d flows in flight", flow.id, len(self.flows))
         return state
-
-    def _lossy_header(self, resp: http.Response, state: FlowState) -> None:
-        if self.lossy_header and not state.plan.identity:
-            hdr.edit(resp.headers, put=[(LOSSY_HEADER_B, str(state.ctx.dropped.count))])
 
     def _show_upstream(self, flow: http.HTTPFlow, state: FlowState) -> None:
         """A relayed flow went to 127.0.0.1: show the request the answering upstream really got."""

@@ -152,8 +152,8 @@ def _broken_whole(tctx, addon, monkeypatch, client: str, mode: str) -> http.HTTP
     upstream, reply, token = BROKEN_WHOLE[client]
     translate = inbound.translate_whole
 
-    def broken(flow, state):  # a bug in our response encoder, simulated
-        translate(flow, state)
+    def broken(flow, state, *more):  # a bug in our response encoder, simulated
+        translate(flow, state, *more)
         assert token in flow.response.content
         flow.response.content = flow.response.content.replace(token, token.replace(b'":"', b'":"x'))
 
