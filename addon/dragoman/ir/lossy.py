@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 DROPPED = "dropped"
@@ -140,6 +141,7 @@ def _lookup(name: str) -> tuple[str, str] | None:
     return None
 
 
+@lru_cache(maxsize=1024)
 def known(name: str, path: str = "") -> tuple[str, str]:
     """Kind and reason for a name passed to ``add`` (indexes aside): its own entry, else its head's; else
     those of the tails of ``path`` (the name under its place), the shortest first (``input_audio``, then
