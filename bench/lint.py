@@ -37,9 +37,9 @@ def _once(client: str, upstream: str, req: bytes, events: list[bytes], lint: boo
             tr.feed(ev)
         tr.close()
     else:
+        feed = fl.feed  # what the addon's stream callable calls per chunk in ``log`` mode
         for ev in events:
-            fl.feed_upstream(ev)
-            fl.feed_ours(tr.feed(ev))
+            feed(ev, tr.feed(ev))
         fl.feed_upstream(b"", final=True)
         fl.feed_ours(tr.close(), final=True)
         # our output must be clean; the synthetic anthropic upstream interleaves its blocks (not the real

@@ -19,6 +19,8 @@ MODES = ("off", "log", "strict")
 #: so a batch of events costs little more than one; a violation is still reported with its event index.
 BATCH = 1 << 15
 #: dragoman.protocols.Protocol values -> lint protocol names
+#: the most steps ``feed`` gathers before a check (x2: each step holds both sides' bytes)
+_MAX_STEPS = 1024
 PROTOCOL_NAMES = {"anthropic": "anthropic", "openai-chat": "chat", "openai-responses": "responses", "gemini": "gemini"}
 
 
@@ -47,47 +49,86 @@ class FlowLint:
         self.reports: list[dict[str, Any]] = []
         #: strict mode cut our stream after a violation: nothing more is sent
         self.muted = False
+        #: each side's bytes gathered since the last check, and their total size
         self._up: list[bytes] = []
-        self._up_n = 0
         self._out: list[bytes] = []
-        self._out_n = 0
+        self._size = 0
+        #: ``feed``'s steps since the last check (upstream, ours, upstream, ...), checked every ``_every``
+        self._steps: list[bytes] = []
+        self._every = 64
+
+    def feed(self, upstream: bytes, out: bytes) -> list[dict[str, Any]] | None:
+        """One step of a ``log`` mode stream (not its end): the upstream bytes and our output, gathered
+        (two appends: the hot path) and both sides checked every ``self.every`` steps. -> the new reports,
+        or None. The number of steps per batch follows the bytes they held (about ``BATCH``)."""
+        steps = self._steps
+        steps.append(upstream)
+        steps.append(out)
+        if len(steps) < self._every:
+            return None
+        self._every = min(max(16, len(steps) * BATCH // (sum(map(len, steps)) or 1)), _MAX_STEPS)
+        self._drain()
+        new = [self._check_upstream(False), self._check_ours(False)]
+        return [r for r in new if r is not None] or None
+
+    def _drain(self) -> None:
+        """``feed``'s steps to each side's pending bytes."""
+        steps = self._steps
+        if steps:
+            self._up += steps[0::2]
+            self._out += steps[1::2]
+            steps.clear()
+        self._size = 0
 
     def feed_upstream(self, data: bytes, final: bool = False) -> dict[str, Any] | None:
         """Upstream bytes as received (b"" / ``final``: the end). -> a new report, or None."""
+        if self._steps:
+            self._drain()
         if self.theirs is None or not (data or final):
             return None
-        if data:
-            self._up.append(data)
-            self._up_n += len(data)
-            if self._up_n < BATCH and not final:
+        self._up.append(data)
+        self._size += len(data)
+        if self._size < BATCH and not final:
+            return None
+        self._size = 0
+        return self._check_upstream(final)
+
+    def feed_ours(self, out: bytes, final: bool = False) -> dict[str, Any] | None:
+        """Our output bytes as they leave (``final``: the last of them). -> a new report, or None."""
+        if self._steps:
+            self._drain()
+        if self.ours is None or not (out or final):
+            return None
+        self._out.append(out)
+        if not self.strict:
+            self._size += len(out)
+            if self._size < BATCH and not final:
                 return None
-        if self._up:
-            data = b"".join(self._up) if len(self._up) > 1 else self._up[0]
-            self._up.clear()
-            self._up_n = 0
-        v = self.theirs.feed(data) if data else None
+            self._size = 0
+        return self._check_ours(final)
+
+    def _check_upstream(self, final: bool) -> dict[str, Any] | None:
+        chunks = list(filter(None, self._up))
+        self._up.clear()
+        lint = self.theirs
+        if lint is None:
+            return None
+        v = lint.feed_chunks(chunks) if chunks else None
         if v is None and final:
-            v = self.theirs.close()
+            v = lint.close()
         if v is not None or final:
             self.theirs = None
         return self._report("upstream", self.upstream, v)
 
-    def feed_ours(self, out: bytes, final: bool = False) -> dict[str, Any] | None:
-        """Our output bytes as they leave (``final``: the last of them). -> a new report, or None."""
-        if self.ours is None or not (out or final):
+    def _check_ours(self, final: bool) -> dict[str, Any] | None:
+        chunks = list(filter(None, self._out))
+        self._out.clear()
+        lint = self.ours
+        if lint is None:
             return None
-        if out and not self.strict:
-            self._out.append(out)
-            self._out_n += len(out)
-            if self._out_n < BATCH and not final:
-                return None
-        if self._out:
-            out = b"".join(self._out) if len(self._out) > 1 else self._out[0]
-            self._out.clear()
-            self._out_n = 0
-        v = self.ours.feed(out) if out else None
+        v = lint.feed_chunks(chunks) if chunks else None
         if v is None and final:
-            v = self.ours.close()
+            v = lint.close()
         if v is not None or final:
             self.ours = None
         return self._report("ours", self.client, v)
@@ -95,6 +136,7 @@ class FlowLint:
     def flush(self) -> list[dict[str, Any]]:
         """A stream cut off (the connection failed): check the bytes gathered so far (no end-of-stream
         rule: the stream did not end) -> the new reports."""
+        self._drain()
         new: list[dict[str, Any]] = []
         for side, lint, pending, protocol in (
             ("upstream", self.theirs, self._up, self.upstream),
@@ -106,7 +148,7 @@ class FlowLint:
                 rep = self._report(side, protocol, lint.feed(data))
                 if rep is not None:
                     new.append(rep)
-        self._up_n = self._out_n = 0
+        self._size = 0
         self.theirs = self.ours = None
         return new
 

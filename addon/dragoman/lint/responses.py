@@ -39,6 +39,7 @@ from dragoman.lint.responses_items import check_item_done
 from dragoman.lint.responses_items import collect_item
 from dragoman.lint.responses_items import essence
 from dragoman.lint.responses_items import item_event
+from dragoman.lint.replay import KEY
 from dragoman.lint.sse import Frame
 from dragoman.lint.sse import parse_sse
 
@@ -151,7 +152,9 @@ class _Stream:
         return None
 
     def hot(self, obj: dict[str, Any], apply: Any, counted: bool) -> Any:
-        slots: list[Any] = [(("delta",), obj["delta"], apply)]
+        slots: list[Any] = [(("delta",), obj["delta"], apply), (("item_id",), obj["item_id"], KEY)]
+        if is_int(obj.get("output_index")):
+            slots.append((("output_index",), obj["output_index"], KEY))
         if counted:
             slots.append((("sequence_number",), obj["sequence_number"], self))
         if type(obj.get("obfuscation")) is str:
