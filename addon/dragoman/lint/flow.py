@@ -17,10 +17,10 @@ MODES = ("off", "log", "strict")
 #: bytes gathered before a side is checked: the upstream's always, ours in ``log`` mode (``strict`` checks
 #: our output before it leaves). The cheap path (``replay``) takes a run of alike deltas in a few C calls,
 #: so a batch of events costs little more than one; a violation is still reported with its event index.
-BATCH = 1 << 15
+BATCH = 1 << 17
 #: dragoman.protocols.Protocol values -> lint protocol names
 #: the most steps ``feed`` gathers before a check (x2: each step holds both sides' bytes)
-_MAX_STEPS = 1024
+_MAX_STEPS = 4096
 PROTOCOL_NAMES = {"anthropic": "anthropic", "openai-chat": "chat", "openai-responses": "responses", "gemini": "gemini"}
 
 

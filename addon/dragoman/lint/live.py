@@ -149,11 +149,32 @@ class StreamLint:
             raw = frames[i]
             i += 1
             frames_before, self._hot = self._frames, None
-            v = self._feed_lines(raw + b"\n\n")
+            frame = self._frame(raw)
+            if frame is not None:
+                self._frames += 1
+                v = self.violation if self._send(frame) else None
+            else:
+                v = self._feed_lines(raw + b"\n\n")
             if self._checker is None:  # a violation, or the checker's end ([DONE])
                 return v
             if self._frames != frames_before:  # a frame was checked (not a comment)
                 self._learn(raw)
+        return None
+
+    def _frame(self, raw: bytes) -> Frame | None:
+        """A whole frame of the usual shape (``data: X``, or ``event: E`` then ``data: X``; LF only, valid
+        UTF-8) read without the line-by-line framing (same result), or None: anything else takes it."""
+        if self._pending or self._decoder.getstate()[0]:
+            return None
+        nl = raw.find(b"\n")
+        try:
+            if nl < 0:
+                if raw[:6] == b"data: ":
+                    return Frame(None, raw[6:].decode(), self._frames)
+            elif raw[:7] == b"event: " and raw[nl + 1 : nl + 7] == b"data: " and raw.find(b"\n", nl + 1) < 0:
+                return Frame(raw[7:nl].decode(), raw[nl + 7 :].decode(), self._frames)
+        except UnicodeDecodeError:
+            pass
         return None
 
     def _replay(self, units: list[bytes], i: int, whole: bool) -> int:

@@ -63,7 +63,22 @@ def _at(obj: Any, path: tuple[Any, ...]) -> Any:
 class Template:
     """One checked frame's bytes cut around its variable values (see the module docstring)."""
 
-    __slots__ = ("head", "inner", "tail", "tail_nn", "seps", "kinds", "shape", "variants", "holders", "twin")
+    __slots__ = (
+        "head",
+        "inner",
+        "tail",
+        "tail_nn",
+        "kinds",
+        "shape",
+        "variants",
+        "holders",
+        "twin",
+        "counted",
+        "vinner",
+        "vkinds",
+        "seps",
+        "fmts",
+    )
 
     def __init__(self, literals: list[bytes], kinds: tuple[int, ...], key: Any, applies: list[Any], holders: list[Any]):
         self.head = literals[0]
@@ -71,9 +86,6 @@ class Template:
         #: the frame's last literal without / with its blank line (units from a split / whole chunks)
         self.tail = literals[-1]
         self.tail_nn = literals[-1] + b"\n\n"
-        #: the separators between one frame's values and the next frame's, in a run's middles joined by NUL
-        #: (the last NUL is cut off when rebuilt: ``n`` frames have ``n * k - 1`` separators)
-        self.seps = [*self.inner, b"\0"]
         self.kinds = kinds
         self.shape = (self.head, self.inner, self.tail, kinds)
         #: key (the key slots' bytes: one bytes, a tuple of them, or None without key slots) -> per string
@@ -84,6 +96,18 @@ class Template:
         #: for a template whose key slots were left in its literals (one variant so far, the cheap form):
         #: the same frame's template with them cut (``StreamLint`` switches to it for a second key)
         self.twin: Template | None = None
+        #: a counter last (Responses' ``sequence_number``): the expected end of each frame is written out
+        #: (``fmts``: without / with the blank line) and compared, the other slots are cut and parsed
+        self.counted = kinds[-1] == _CNT
+        cut = -1 if self.counted else None
+        self.vinner = self.inner[:cut] if self.counted else self.inner
+        self.vkinds = kinds[:cut]
+        #: the separators between one frame's values and the next frame's, in a run's middles joined by NUL
+        #: (the last NUL is cut off when rebuilt: ``n`` frames have ``n * k - 1`` separators)
+        self.seps = [*self.vinner, b"\0"]
+        if self.counted:
+            end = literals[-2].replace(b"%", b"%%") + b"%d" + literals[-1].replace(b"%", b"%%")
+            self.fmts = (end, end + b"\n\n")
 
     def merge(self, other: Template) -> bool:
         """Take ``other``'s variant when it is this event for another key (same literals and slots)."""
@@ -104,14 +128,28 @@ class Template:
             n = len(seg)
         if not n:
             return 0
+        if self.counted:
+            seq = self.holders[-1].seq
+            ends = list(map(self.fmts[whole].__mod__, range(seq, seq + n)))
+        else:
+            ends = repeat(tail)  # type: ignore[assignment]
         try:
-            n = list(map(_endswith, seg, repeat(tail))).index(False)
+            n = list(map(_endswith, seg, ends)).index(False)
             seg = seg[:n]
         except ValueError:
             pass
         if not n:
             return 0
-        mids = list(map(itemgetter(slice(len(self.head), -len(tail))), seg))
+        lh = len(self.head)
+        if not self.counted:
+            mids = list(map(itemgetter(slice(lh, -len(tail))), seg))
+        else:  # the frames' ends vary in length with the counter's digits
+            mids, a, base = [], 0, len(self.fmts[whole] % 0) - 1
+            while a < n:
+                digits = len(str(seq + a))
+                b = min(n, 10**digits - seq)
+                mids += map(itemgetter(slice(lh, -(base + digits))), seg[a:b])
+                a = b
         got = self.verify(mids)
         if got is None:  # some frame is not this event: take the ones before it
             n = next((j for j in range(n) if self.verify(mids[j : j + 1], j) is None), 0)
@@ -126,13 +164,13 @@ class Template:
         keys: one per frame, or None) when every frame is this event again; else None. ``ahead``: frames
         before these in the run (their counters)."""
         n = len(mids)
-        if not self.inner:
+        if not self.vinner:
             cols: list[Any] = [mids]
         else:  # cut at the inner literals (each replaced by a NUL, which no valid frame holds), then rebuilt
-            k = len(self.kinds)
+            k = len(self.vkinds)
             flat = b"\0".join(mids)
             cut = flat
-            for lit in self.inner:
+            for lit in self.vinner:
                 cut = cut.replace(lit, b"\0")
             parts = cut.split(b"\0")
             if len(parts) != n * k:
@@ -146,7 +184,7 @@ class Template:
         strs: list[Any] = []
         keys: list[Any] = []
         holders = iter(self.holders)
-        for col, kind in zip(cols, self.kinds):
+        for col, kind in zip(cols, self.vkinds):
             if kind == _KEY:
                 keys.append(col)
                 continue
