@@ -128,28 +128,30 @@ class Template:
             n = len(seg)
         if not n:
             return 0
-        if self.counted:
-            seq = self.holders[-1].seq
-            ends = list(map(self.fmts[whole].__mod__, range(seq, seq + n)))
-        else:
-            ends = repeat(tail)  # type: ignore[assignment]
-        try:
-            n = list(map(_endswith, seg, ends)).index(False)
-            seg = seg[:n]
-        except ValueError:
-            pass
-        if not n:
-            return 0
         lh = len(self.head)
-        if not self.counted:
+        mids: list[bytes] = []
+        if not self.counted:  # each unit must end with the tail; its middle is sliced out
+            try:
+                n = list(map(_endswith, seg, repeat(tail))).index(False)
+                seg = seg[:n]
+            except ValueError:
+                pass
             mids = list(map(itemgetter(slice(lh, -len(tail))), seg))
-        else:  # the frames' ends vary in length with the counter's digits
-            mids, a, base = [], 0, len(self.fmts[whole] % 0) - 1
-            while a < n:
+        else:  # a counter last: each frame's expected end, written out, ends it
+            seq = self.holders[-1].seq
+            try:
+                n = list(map(_endswith, seg, map(self.fmts[whole].__mod__, range(seq, seq + n)))).index(False)
+                seg = seg[:n]
+            except ValueError:
+                pass
+            a, base = 0, len(self.fmts[whole] % 0) - 1
+            while a < n:  # the ends vary in length with the counter's digits
                 digits = len(str(seq + a))
                 b = min(n, 10**digits - seq)
                 mids += map(itemgetter(slice(lh, -(base + digits))), seg[a:b])
                 a = b
+        if not n:
+            return 0
         got = self.verify(mids)
         if got is None:  # some frame is not this event: take the ones before it
             n = next((j for j in range(n) if self.verify(mids[j : j + 1], j) is None), 0)
