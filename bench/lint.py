@@ -21,6 +21,7 @@ from inproc import make_translator
 
 from dragoman.lint.flow import FlowLint
 
+
 def _once(client: str, upstream: str, req: bytes, events: list[bytes], lint: bool, side: str = "") -> float:
     tr = make_translator(client, upstream, req)
     fl = FlowLint("log", client, upstream) if lint else None

@@ -15,8 +15,9 @@ from dragoman.lint.live import check_body
 
 MODES = ("off", "log", "strict")
 #: bytes gathered before a side is checked: the upstream's always, ours in ``log`` mode (``strict`` checks
-#: our output before it leaves). The cheap path (``replay``) takes a run of alike deltas in a few C calls,
-#: so a batch of events costs little more than one; a violation is still reported with its event index.
+#: our output before it leaves). The cheap path (``replay``) takes a run of alike deltas in a few C calls
+#: for the whole run, so the bigger the batch, the less each event costs; a violation is still reported
+#: with its event index.
 BATCH = 1 << 17
 #: dragoman.protocols.Protocol values -> lint protocol names
 #: the most steps ``feed`` gathers before a check (x2: each step holds both sides' bytes)

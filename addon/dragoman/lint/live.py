@@ -7,9 +7,12 @@ protocol's incremental checker (``<protocol>.stream_checker``). The first violat
 ``check_body`` does the same for a whole JSON body. ``strict=False`` applies the tolerant grammar
 meant for real provider output (upstream streams).
 
-The cheap path (``lint.replay``): complete frames are cut at their blank lines as bytes; a frame that is
-the last fully checked delta again with new values (its ``Template``) is accepted without a parse; any
-other frame, or any stream with CR line ends, goes through the line-by-line framing and the full check.
+The cheap path (``lint.replay``): complete frames are cut at their blank lines as bytes, or taken as the
+chunks they came in (``feed_chunks``: a translator's output and most upstreams' reads hold one whole event
+each); a run of frames that are a fully checked delta again with new values (its ``Template``) is accepted
+in a few C-level calls for the whole run, without a parse per frame; any other frame goes through the full
+check (the usual ``event:``/``data:`` shape read directly, anything else, or any stream with CR line ends,
+through the line-by-line framing).
 """
 
 from __future__ import annotations

@@ -32,6 +32,7 @@ from dragoman.lint import need
 from dragoman.lint import parse_json_object
 from dragoman.lint import run_stream
 from dragoman.lint import search
+from dragoman.lint.replay import KEY
 from dragoman.lint.responses_items import HOSTED_PREFIXES
 from dragoman.lint.responses_items import ITEM_EVENTS
 from dragoman.lint.responses_items import Item
@@ -39,7 +40,6 @@ from dragoman.lint.responses_items import check_item_done
 from dragoman.lint.responses_items import collect_item
 from dragoman.lint.responses_items import essence
 from dragoman.lint.responses_items import item_event
-from dragoman.lint.replay import KEY
 from dragoman.lint.sse import Frame
 from dragoman.lint.sse import parse_sse
 

@@ -46,10 +46,10 @@ def on_stream(flow_id: str, state: FlowState, upstream: bytes, out: bytes, final
     mode a violation in our output appends an error event and mutes the rest of the stream."""
     lint: FlowLint = state.lint
     if not lint.strict and not final:  # log mode: both sides gathered, checked per batch
-        new = lint.feed(upstream, out)
-        if new is not None:
-            for rep in new:
-                _log(flow_id, rep)
+        found = lint.feed(upstream, out)
+        if found is not None:
+            for each in found:
+                _log(flow_id, each)
         return out
     if lint.muted:
         return b""
