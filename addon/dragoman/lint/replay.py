@@ -51,6 +51,14 @@ _TYPES_STR = {str}
 _TYPES_INT = {int}
 
 
+def _prefix(ok: list[bool], seg: list[bytes]) -> tuple[int, list[bytes]]:
+    """How many units lead ``seg`` with ``ok`` true, and those units."""
+    if all(ok):
+        return len(seg), seg
+    n = ok.index(False)
+    return n, seg[:n]
+
+
 def _at(obj: Any, path: tuple[Any, ...]) -> Any:
     try:
         for k in path:
@@ -121,35 +129,33 @@ class Template:
         applied. ``whole``: each unit is a chunk holding one frame with its blank line; else a frame without."""
         seg = units[i : i + _MAX_RUN] if i or len(units) > _MAX_RUN else units
         tail = self.tail_nn if whole else self.tail
-        try:
-            n = list(map(_startswith, seg, repeat(self.head))).index(False)
-            seg = seg[:n]
-        except ValueError:
-            n = len(seg)
-        if not n:
-            return 0
         lh = len(self.head)
-        mids: list[bytes] = []
-        if not self.counted:  # each unit must end with the tail; its middle is sliced out
-            try:
-                n = list(map(_endswith, seg, repeat(tail))).index(False)
-                seg = seg[:n]
-            except ValueError:
-                pass
-            mids = list(map(itemgetter(slice(lh, -len(tail))), seg))
-        else:  # a counter last: each frame's expected end, written out, ends it
-            seq = self.holders[-1].seq
-            try:
-                n = list(map(_endswith, seg, map(self.fmts[whole].__mod__, range(seq, seq + n)))).index(False)
-                seg = seg[:n]
-            except ValueError:
-                pass
-            a, base = 0, len(self.fmts[whole] % 0) - 1
-            while a < n:  # the ends vary in length with the counter's digits
-                digits = len(str(seq + a))
-                b = min(n, 10**digits - seq)
-                mids += map(itemgetter(slice(lh, -(base + digits))), seg[a:b])
-                a = b
+        if len(seg) == 1:  # one unit (strict mode checks our output event by event): no lists of one
+            unit = seg[0]
+            if self.counted:
+                seq = self.holders[-1].seq
+                end = self.fmts[whole] % seq
+            else:
+                end = tail
+            if not (unit.startswith(self.head) and unit.endswith(end)) or len(unit) < lh + len(end):
+                return 0
+            n, mids = 1, [unit[lh : len(unit) - len(end)]]
+        else:
+            n, seg = _prefix(list(map(_startswith, seg, repeat(self.head))), seg)
+            if not n:
+                return 0
+            if not self.counted:  # each unit must end with the tail; its middle is sliced out
+                n, seg = _prefix(list(map(_endswith, seg, repeat(tail))), seg)
+                mids = list(map(itemgetter(slice(lh, -len(tail))), seg))
+            else:  # a counter last: each frame's expected end, written out, ends it
+                seq = self.holders[-1].seq
+                n, seg = _prefix(list(map(_endswith, seg, map(self.fmts[whole].__mod__, range(seq, seq + n)))), seg)
+                mids, a, base = [], 0, len(self.fmts[whole] % 0) - 1
+                while a < n:  # the ends vary in length with the counter's digits
+                    digits = len(str(seq + a))
+                    b = min(n, 10**digits - seq)
+                    mids += map(itemgetter(slice(lh, -(base + digits))), seg[a:b])
+                    a = b
         if not n:
             return 0
         got = self.verify(mids)
