@@ -142,7 +142,7 @@ def test_interleaved_calls_share_one_keyed_template():
     assert lint.feed_chunks(events) is None and lint.close() is None
     lint = StreamLint("chat")
     lint.feed_chunks(events[:8])
-    keyed = [t for t in lint._tpls if t.twin is None and len(t.variants) == 2]
+    keyed = [t for t in lint._tpls if t.is_keyed and len(t.variants) == 2]
     assert keyed, [(t.head[-30:], list(t.variants)) for t in lint._tpls]
 
 

@@ -204,11 +204,17 @@ class StreamLint:
             self._tpls = []
             return
         tpls = self._tpls
-        twin = tpl.twin
-        if twin is not None:  # the event extends an open call: the same event for another call is one template
+        if tpl.src is not None:  # the event extends an open call: the same event for another call is one template
+            paths = [path for path, _, _ in tpl.src[1]]
             for k, old in enumerate(tpls):
-                keyed = old if old.twin is None else old.twin
-                if keyed.merge(twin):
+                if old.is_keyed:
+                    keyed: Template | None = old
+                elif old.src is not None and [path for path, _, _ in old.src[1]] == paths:
+                    keyed = old.keyed()
+                else:
+                    continue
+                new = tpl.keyed()
+                if keyed is not None and new is not None and keyed.merge(new):
                     tpls.pop(k)
                     tpls.insert(0, keyed)
                     return

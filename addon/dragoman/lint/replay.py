@@ -80,7 +80,8 @@ class Template:
         "shape",
         "variants",
         "holders",
-        "twin",
+        "src",
+        "_keyed",
         "counted",
         "vinner",
         "vkinds",
@@ -102,8 +103,9 @@ class Template:
         #: the counters' holders (one per counter slot)
         self.holders = holders
         #: for a template whose key slots were left in its literals (one variant so far, the cheap form):
-        #: the same frame's template with them cut (``StreamLint`` switches to it for a second key)
-        self.twin: Template | None = None
+        #: the frame and what the checker said of it, to cut the keys too when a second key comes (``keyed``)
+        self.src: tuple[bytes, Hot] | None = None
+        self._keyed: Template | None = None
         #: a counter last (Responses' ``sequence_number``): the expected end of each frame is written out
         #: (``fmts``: without / with the blank line) and compared, the other slots are cut and parsed
         self.counted = kinds[-1] == _CNT
@@ -116,6 +118,17 @@ class Template:
         if self.counted:
             end = literals[-2].replace(b"%", b"%%") + b"%d" + literals[-1].replace(b"%", b"%%")
             self.fmts = (end, end + b"\n\n")
+
+    @property
+    def is_keyed(self) -> bool:
+        return _KEY in self.kinds
+
+    def keyed(self) -> Template | None:
+        """This frame's template with its key slots cut (learnt once, when first asked)."""
+        if self._keyed is None and self.src is not None:
+            self._keyed = _learn(*self.src)
+            self.src = None if self._keyed is None else self.src
+        return self._keyed
 
     def merge(self, other: Template) -> bool:
         """Take ``other``'s variant when it is this event for another key (same literals and slots)."""
@@ -273,13 +286,12 @@ def _cut(raw: bytes, j: int, slot: Slot) -> tuple[int, int] | None:
 def learn(raw: bytes, hot: Hot) -> Template | None:
     """The template of a frame the checker has just passed (``raw``: without its blank line), or None (not
     one JSON data line, a value not found as written by orjson, or the probe disagrees). With key slots:
-    the template with the keys left in its literals (cheaper), its ``twin`` the one with them cut."""
+    the template with the keys left in its literals (cheaper; ``keyed()`` cuts them too)."""
     if not any(a is KEY for _, _, a in hot):
         return _learn(raw, hot)
-    twin = _learn(raw, hot)
-    tpl = _learn(raw, tuple(slot for slot in hot if slot[2] is not KEY)) if twin is not None else None
+    tpl = _learn(raw, tuple(slot for slot in hot if slot[2] is not KEY))
     if tpl is not None:
-        tpl.twin = twin
+        tpl.src = (raw, hot)
     return tpl
 
 
