@@ -135,6 +135,25 @@ def test_a_counter_crossing_digit_boundaries_is_replayed_and_checked():
     assert data
 
 
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        (b'"index":1,"function"', b'"index":true,"function"'),  # a bool is no index, though true == 1
+        (b'"index":1,"function"', b'"index":1.0,"function"'),  # nor a float
+        (b'"index":1,"function"', b'"index":"1","function"'),
+        (b'"index":1,"function"', b'"index" : 1 ,"function"'),  # the same value written otherwise: fine
+    ],
+)
+def test_a_key_is_compared_by_value_and_type(old, new, monkeypatch):
+    events = _chat_tools(60)
+    mid = next(i for i in range(len(events) // 2, len(events)) if old in events[i])
+    events[mid] = events[mid].replace(old, new)
+    want = _full_only("chat", True, [b"".join(events)], monkeypatch)
+    assert (want is None) == (new == b'"index" : 1 ,"function"'), want
+    assert _verdict("chat", True, events, chunked=True) == want
+    assert _verdict("chat", True, [b"".join(events)]) == want
+
+
 def test_interleaved_calls_share_one_keyed_template():
     """Two calls' argument deltas alternate: one template keyed by the call's index takes both."""
     events = _chat_tools(60)

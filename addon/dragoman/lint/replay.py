@@ -49,6 +49,11 @@ _STR, _CNT, _KEY = 0, 1, 2
 _MAX_RUN = 4096
 _TYPES_STR = {str}
 _TYPES_INT = {int}
+#: a run's middles are joined by NUL, the k-th inner literal of each replaced by the byte k: control
+#: characters, which no valid frame holds raw (a template has at most ``len(_MARKS)`` inner literals)
+_MARKS = [bytes([i]) for i in range(1, 9)]
+_NOT_MARKERS = bytes(range(9, 256))
+_MARKS_TO_LF = bytes.maketrans(bytes(range(9)), b"\n" * 9)
 
 
 def _prefix(ok: list[bool], seg: list[bytes]) -> tuple[int, list[bytes]]:
@@ -87,6 +92,7 @@ class Template:
         "vkinds",
         "seps",
         "fmts",
+        "ktypes",
     )
 
     def __init__(self, literals: list[bytes], kinds: tuple[int, ...], key: Any, applies: list[Any], holders: list[Any]):
@@ -114,7 +120,9 @@ class Template:
         self.vkinds = kinds[:cut]
         #: the separators between one frame's values and the next frame's, in a run's middles joined by NUL
         #: (the last NUL is cut off when rebuilt: ``n`` frames have ``n * k - 1`` separators)
-        self.seps = [*self.vinner, b"\0"]
+        self.seps = b"".join(_MARKS[: len(self.vinner)]) + b"\0"
+        #: the type of each key slot's values (a key is compared by value: the JSON value, not its bytes)
+        self.ktypes = [type(v) for v in (key if isinstance(key, tuple) else (key,))] if key is not None else []
         if self.counted:
             end = literals[-2].replace(b"%", b"%%") + b"%d" + literals[-1].replace(b"%", b"%%")
             self.fmts = (end, end + b"\n\n")
@@ -185,46 +193,46 @@ class Template:
         keys: one per frame, or None) when every frame is this event again; else None. ``ahead``: frames
         before these in the run (their counters)."""
         n = len(mids)
-        if not self.vinner:
-            cols: list[Any] = [mids]
-        else:  # cut at the inner literals (each replaced by a NUL, which no valid frame holds), then rebuilt
-            k = len(self.vkinds)
+        k = len(self.vkinds)
+        if k == 1:
+            blob = b",\n".join(mids)
+        else:  # each inner literal replaced by its marker byte (a control character: no valid frame holds one)
             flat = b"\0".join(mids)
-            cut = flat
-            for lit in self.vinner:
-                cut = cut.replace(lit, b"\0")
-            parts = cut.split(b"\0")
-            if len(parts) != n * k:
+            if flat.translate(None, _NOT_MARKERS) != b"\0" * (n - 1):
                 return None
-            weave: list[Any] = [None] * (2 * n * k - 1)
-            weave[::2] = parts
-            weave[1::2] = (self.seps * n)[:-1]
-            if b"".join(weave) != flat:  # each middle is exactly value, literal, value, ... in this order
+            for lit, mark in zip(self.vinner, _MARKS):
+                flat = flat.replace(lit, mark)
+            # each middle is exactly value, literal, value, ... in this order: one of each marker, in order
+            if flat.translate(None, _NOT_MARKERS) != (self.seps * n)[:-1]:
                 return None
-            cols = [parts[j::k] for j in range(k)]
+            blob = flat.translate(_MARKS_TO_LF).replace(b"\n", b",\n")
+        # the values, one JSON scalar between each two separators (a separator's raw LF cannot sit in a
+        # string, nor a separator inside an array or object when every value is a scalar; no other LF or CR)
+        if blob.count(b"\n") != n * k - 1 or b"\r" in blob:
+            return None
+        try:
+            vals = _loads(b"[" + blob + b"]")
+        except orjson.JSONDecodeError:
+            return None
+        if len(vals) != n * k:
+            return None
         strs: list[Any] = []
         keys: list[Any] = []
         holders = iter(self.holders)
-        for col, kind in zip(cols, self.vkinds):
-            if kind == _KEY:
-                keys.append(col)
-                continue
-            blob = b",\n".join(col)
-            if blob.count(b"\n") != n - 1 or b"\r" in blob:
-                return None
-            try:
-                vals = _loads(b"[" + blob + b"]")
-            except orjson.JSONDecodeError:
-                return None
-            if len(vals) != n:
-                return None
+        for j, kind in enumerate(self.vkinds):
+            col = vals[j::k] if k > 1 else vals
+            types = set(map(type, col))
             if kind == _STR:
-                if set(map(type, vals)) != _TYPES_STR:
+                if types != _TYPES_STR:
                     return None
-                strs.append(vals)
+                strs.append(col)
+            elif kind == _KEY:
+                if len(types) != 1 or types.pop() is not self.ktypes[len(keys)]:
+                    return None
+                keys.append(col)
             else:
                 seq = next(holders).seq + ahead
-                if set(map(type, vals)) != _TYPES_INT or vals != list(range(seq, seq + n)):
+                if types != _TYPES_INT or col != list(range(seq, seq + n)):
                     return None
         key: Any = None
         if keys:
@@ -328,7 +336,7 @@ def _learn(raw: bytes, hot: Hot) -> Template | None:
         if got != marker or type(got) is not type(marker):
             return None
     kinds = tuple(_KEY if a is KEY else _STR if isinstance(v, str) else _CNT for _, _, (_, v, a) in cuts)
-    keys = [raw[s:e] for (s, e, _), k in zip(cuts, kinds) if k == _KEY]
+    keys = [v for (_, _, (_, v, _)), k in zip(cuts, kinds) if k == _KEY]
     key = None if not keys else keys[0] if len(keys) == 1 else tuple(keys)
     applies = [a for (_, _, (_, _, a)), k in zip(cuts, kinds) if k == _STR]
     holders = [a for (_, _, (_, _, a)), k in zip(cuts, kinds) if k == _CNT]
