@@ -57,6 +57,7 @@ class FlowLint:
         #: ``feed``'s steps since the last check (upstream, ours, upstream, ...), checked every ``_every``
         self._steps: list[bytes] = []
         self._every = 64
+        self._batches = 0
 
     def feed(self, upstream: bytes, out: bytes) -> list[dict[str, Any]] | None:
         """One step of a ``log`` mode stream (not its end): the upstream bytes and our output, gathered
@@ -67,9 +68,26 @@ class FlowLint:
         steps.append(out)
         if len(steps) < self._every:
             return None
-        self._every = min(max(16, len(steps) * BATCH // (sum(map(len, steps)) or 1)), _MAX_STEPS)
-        self._drain()
-        new = [self._check_upstream(False), self._check_ours(False)]
+        self._batches += 1
+        if self._batches & 7 == 1:  # the batch's length in steps follows the bytes the steps hold
+            self._every = min(max(16, len(steps) * BATCH // (sum(map(len, steps)) or 1)), _MAX_STEPS)
+        new = []
+        if self.theirs is not None:
+            ups = steps[0::2]
+            if self._up:
+                ups[:0] = self._up
+                self._up.clear()
+            new.append(self._check(False, ups, False))
+        if self.ours is not None:
+            outs = steps[1::2]
+            if self._out:
+                outs[:0] = self._out
+                self._out.clear()
+            new.append(self._check(True, outs, False))
+        steps.clear()
+        self._up.clear()
+        self._out.clear()
+        self._size = 0
         return [r for r in new if r is not None] or None
 
     def _drain(self) -> None:
@@ -109,30 +127,28 @@ class FlowLint:
         return self._check_ours(final)
 
     def _check_upstream(self, final: bool) -> dict[str, Any] | None:
-        chunks = list(filter(None, self._up))
-        self._up.clear()
-        lint = self.theirs
-        if lint is None:
-            return None
-        v = lint.feed_chunks(chunks) if chunks else None
-        if v is None and final:
-            v = lint.close()
-        if v is not None or final:
-            self.theirs = None
-        return self._report("upstream", self.upstream, v)
+        chunks, self._up = self._up, []
+        return self._check(False, chunks, final)
 
     def _check_ours(self, final: bool) -> dict[str, Any] | None:
-        chunks = list(filter(None, self._out))
-        self._out.clear()
-        lint = self.ours
+        chunks, self._out = self._out, []
+        return self._check(True, chunks, final)
+
+    def _check(self, ours: bool, chunks: list[bytes], final: bool) -> dict[str, Any] | None:
+        """One side's gathered chunks (empty ones are skipped) through its ``StreamLint``."""
+        lint = self.ours if ours else self.theirs
         if lint is None:
             return None
+        chunks = list(filter(None, chunks))
         v = lint.feed_chunks(chunks) if chunks else None
         if v is None and final:
             v = lint.close()
         if v is not None or final:
-            self.ours = None
-        return self._report("ours", self.client, v)
+            if ours:
+                self.ours = None
+            else:
+                self.theirs = None
+        return self._report("ours" if ours else "upstream", self.client if ours else self.upstream, v)
 
     def flush(self) -> list[dict[str, Any]]:
         """A stream cut off (the connection failed): check the bytes gathered so far (no end-of-stream
