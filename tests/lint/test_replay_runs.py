@@ -165,7 +165,7 @@ def test_interleaved_calls_share_one_keyed_template():
     assert keyed, [(t.head[-30:], list(t.variants)) for t in lint._tpls]
 
 
-def test_flowlint_feed_gives_the_same_reports_as_the_per_side_calls():
+def test_flowlint_feed_gives_the_same_reports_as_the_per_side_calls(monkeypatch):
     """``feed`` (the addon's log-mode step) gathers both sides; what is found, and its index, is what feeding
     each side on its own finds, whatever the batch size."""
     ours = _chat_tools(60)
@@ -182,11 +182,11 @@ def test_flowlint_feed_gives_the_same_reports_as_the_per_side_calls():
     per_side.feed_ours(b"", final=True)
     want = sorted((r["side"], r["index"], r["message"]) for r in per_side.reports)
     assert [(s, i) for s, i, _ in want] == [("ours", mid), ("upstream", 40)]
-    for every in (2, 16, 10_000):
+    for batch in (1, 2_000, 1 << 30):
+        monkeypatch.setattr("dragoman.lint.flow.BATCH", batch)
         lint = FlowLint("log", "openai-chat", "anthropic")
-        lint._every = every
         for up, out in steps:
             lint.feed(up, out)
         lint.feed_upstream(b"", final=True)
         lint.feed_ours(b"", final=True)
-        assert sorted((r["side"], r["index"], r["message"]) for r in lint.reports) == want, every
+        assert sorted((r["side"], r["index"], r["message"]) for r in lint.reports) == want, batch

@@ -20,8 +20,6 @@ MODES = ("off", "log", "strict")
 #: with its event index.
 BATCH = 1 << 17
 #: dragoman.protocols.Protocol values -> lint protocol names
-#: the most steps ``feed`` gathers before a check (x2: each step holds both sides' bytes)
-_MAX_STEPS = 4096
 PROTOCOL_NAMES = {"anthropic": "anthropic", "openai-chat": "chat", "openai-responses": "responses", "gemini": "gemini"}
 
 
@@ -54,23 +52,19 @@ class FlowLint:
         self._up: list[bytes] = []
         self._out: list[bytes] = []
         self._size = 0
-        #: ``feed``'s steps since the last check (upstream, ours, upstream, ...), checked every ``_every``
+        #: ``feed``'s steps since the last check (upstream, ours, upstream, ...)
         self._steps: list[bytes] = []
-        self._every = 64
-        self._batches = 0
 
     def feed(self, upstream: bytes, out: bytes) -> list[dict[str, Any]] | None:
         """One step of a ``log`` mode stream (not its end): the upstream bytes and our output, gathered
-        (two appends: the hot path) and both sides checked every ``self.every`` steps. -> the new reports,
-        or None. The number of steps per batch follows the bytes they held (about ``BATCH``)."""
+        (two appends and a sum: the hot path) and both sides checked once they hold ``BATCH`` bytes.
+        -> the new reports, or None."""
         steps = self._steps
         steps.append(upstream)
         steps.append(out)
-        if len(steps) < self._every:
+        self._size += len(upstream) + len(out)
+        if self._size < BATCH:
             return None
-        self._batches += 1
-        if self._batches & 7 == 1:  # the batch's length in steps follows the bytes the steps hold
-            self._every = min(max(16, len(steps) * BATCH // (sum(map(len, steps)) or 1)), _MAX_STEPS)
         new = []
         if self.theirs is not None:
             ups = steps[0::2]
