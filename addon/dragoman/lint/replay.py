@@ -10,15 +10,18 @@ tuple of ``(path, value, apply)``); ``learn`` cuts the event's raw frame bytes a
 
 ``Template.run`` takes the run of consecutive frames that are this event again, a whole list of frames at a
 time in a few C-level calls (no Python step per frame): each frame starts with ``head`` and ends with
-``tail`` (``map`` of ``bytes.startswith`` / ``endswith``), its middle is sliced out (``itemgetter``) and, with
-several slots, cut at the inner literals and rebuilt to prove the cut. Then each column of values is parsed
-in ONE ``orjson.loads`` of ``[v1,\\nv2,...]``: a string column must give exactly one string per frame (a
-separator's raw newline cannot sit inside a string, and a separator nested in an array or object would make
-that element no string; no other raw newline or CR is allowed, so each value is exactly one JSON token); a
-counter column the next numbers; a key column one of the keys its variants were learnt with. Each such frame
-parses to a checked event with only those values changed, so the grammar gives it the same verdict; the
-string values go to the checker (``apply``: what it concatenates), per key. A frame failing any of this, and
-so every violation, goes through the full parse and check.
+``tail`` (``map`` of ``bytes.startswith`` / ``endswith``; with a counter last, the tail with the expected
+number written out), and its middle is sliced out (``itemgetter``). With several values per frame, the
+middles are joined by NUL and each inner literal replaced by its own marker byte (control characters, which
+no valid frame holds raw): the markers must then come exactly in the template's order, once per frame,
+which proves each frame's cut. All the run's values are parsed in ONE ``orjson.loads`` of
+``[v1,\nv2,...]``: it must give exactly one JSON scalar per value (a separator's raw newline cannot sit
+inside a string, and a separator nested in an array or object would make that element no scalar; no other
+raw newline or CR is allowed, so each value is exactly one JSON token); a string slot's values must be
+strings, a counter's the next numbers, a key's those its variants were learnt with (same value and type).
+Each such frame parses to a checked event with only those values changed, so the grammar gives it the same
+verdict; the string values go to the checker (``apply``: what it concatenates), per key. A frame failing
+any of this, and so every violation, goes through the full parse and check.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ _endswith = bytes.endswith
 Slot = tuple[tuple[Any, ...], Any, Callable[[list[Any]], Any] | Any | None]
 Hot = tuple[Slot, ...]
 #: the third element of a key slot: the value names which open block / call / item the event extends; a
-#: frame must carry exactly the bytes of a key a checked frame of the same shape carried
+#: frame must carry the value (same JSON type) of a key a checked frame of the same shape carried
 KEY = object()
 _STR, _CNT, _KEY = 0, 1, 2
 #: the most frames one ``run`` call takes (a longer run takes several calls)
@@ -103,7 +106,7 @@ class Template:
         self.tail_nn = literals[-1] + b"\n\n"
         self.kinds = kinds
         self.shape = (self.head, self.inner, self.tail, kinds)
-        #: key (the key slots' bytes: one bytes, a tuple of them, or None without key slots) -> per string
+        #: key (the key slots' values: one value, a tuple of them, or None without key slots) -> per string
         #: slot, what the checker does with its values
         self.variants: dict[Any, list[Any]] = {key: applies}
         #: the counters' holders (one per counter slot)
@@ -118,8 +121,8 @@ class Template:
         cut = -1 if self.counted else None
         self.vinner = self.inner[:cut] if self.counted else self.inner
         self.vkinds = kinds[:cut]
-        #: the separators between one frame's values and the next frame's, in a run's middles joined by NUL
-        #: (the last NUL is cut off when rebuilt: ``n`` frames have ``n * k - 1`` separators)
+        #: the markers one frame's middle holds once its inner literals are replaced, then the NUL joining it
+        #: to the next frame's (``n`` frames: ``n`` times this, less the last NUL)
         self.seps = b"".join(_MARKS[: len(self.vinner)]) + b"\0"
         #: the type of each key slot's values (a key is compared by value: the JSON value, not its bytes)
         self.ktypes = [type(v) for v in (key if isinstance(key, tuple) else (key,))] if key is not None else []
@@ -194,6 +197,8 @@ class Template:
         before these in the run (their counters)."""
         n = len(mids)
         k = len(self.vkinds)
+        if not k:  # a counter alone, checked in the frames' ends
+            return [], None
         if k == 1:
             blob = b",\n".join(mids)
         else:  # each inner literal replaced by its marker byte (a control character: no valid frame holds one)
@@ -313,6 +318,8 @@ def _learn(raw: bytes, hot: Hot) -> Template | None:
         if cut is None:
             return None
         cuts.append((cut[0], cut[1], slot))
+    if len(cuts) > len(_MARKS) or not cuts:
+        return None
     cuts.sort(key=lambda c: c[0])
     literals = [raw[: cuts[0][0]]]
     probe = [literals[0]]
