@@ -238,7 +238,8 @@ class _Stream:
         if fr is None and not self.finished and obj.get("usage") is None and n_choices == 1:
             hot = _hot(obj, d, s, self.tools, self.details)
         if fr is not None:
-            need(fr in FINISH_REASONS, f"{where}: finish_reason {fr!r} not in {sorted(FINISH_REASONS)}")
+            if fr not in FINISH_REASONS:
+                raise AssertionError(f"{where}: finish_reason {fr!r} not in {sorted(FINISH_REASONS)}")
             if strict:
                 need(not self.finished, f"{where}: second finish_reason")
             self.finished = True
