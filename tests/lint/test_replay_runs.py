@@ -190,3 +190,15 @@ def test_flowlint_feed_gives_the_same_reports_as_the_per_side_calls(monkeypatch)
         lint.feed_upstream(b"", final=True)
         lint.feed_ours(b"", final=True)
         assert sorted((r["side"], r["index"], r["message"]) for r in lint.reports) == want, batch
+
+
+def test_a_run_longer_than_one_call_takes_continues_and_breaks_are_found():
+    """More alike frames in one list than a run call takes (``replay._MAX_RUN``): the run goes on in the
+    next call, and a break far into it is still found at its event."""
+    events = _anthropic(replay._MAX_RUN + 900)
+    assert _verdict("anthropic", True, events, chunked=True) is None
+    k = replay._MAX_RUN + 500
+    events[k] = events[k].replace(b'"index":0', b'"index":2')
+    got = _verdict("anthropic", True, events, chunked=True)
+    assert got is not None and got[0] == k, got
+    assert _verdict("anthropic", True, [b"".join(events)]) == got
