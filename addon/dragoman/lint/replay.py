@@ -50,6 +50,8 @@ KEY = object()
 _STR, _CNT, _KEY = 0, 1, 2
 #: the most frames one ``run`` call takes (a longer run takes several calls)
 _MAX_RUN = 4096
+#: units rebuilt and compared at once (``Template._cut``)
+_BLOCK = 64
 _TYPES_STR = {str}
 _TYPES_INT = {int}
 #: a run's middles are joined by NUL, the k-th inner literal of each replaced by the byte k: control
@@ -165,21 +167,7 @@ class Template:
                 return 0
             n, mids = 1, [unit[lh : len(unit) - len(end)]]
         else:
-            n, seg = _prefix(list(map(_startswith, seg, repeat(self.head))), seg)
-            if not n:
-                return 0
-            if not self.counted:  # each unit must end with the tail; its middle is sliced out
-                n, seg = _prefix(list(map(_endswith, seg, repeat(tail))), seg)
-                mids = list(map(itemgetter(slice(lh, -len(tail))), seg))
-            else:  # a counter last: each frame's expected end, written out, ends it
-                seq = self.holders[-1].seq
-                n, seg = _prefix(list(map(_endswith, seg, map(self.fmts[whole].__mod__, range(seq, seq + n)))), seg)
-                mids, a, base = [], 0, len(self.fmts[whole] % 0) - 1
-                while a < n:  # the ends vary in length with the counter's digits
-                    digits = len(str(seq + a))
-                    b = min(n, 10**digits - seq)
-                    mids += map(itemgetter(slice(lh, -(base + digits))), seg[a:b])
-                    a = b
+            n, mids = self._cut(seg, whole)
         if not n:
             return 0
         got = self.verify(mids)
@@ -190,6 +178,60 @@ class Template:
                 return 0
         self.apply(n, *got)
         return n
+
+    def _cut(self, seg: list[bytes], whole: bool) -> tuple[int, list[bytes]]:
+        """The leading units of ``seg`` that are head, middle, tail -> (how many, their middles). A block of
+        units at a time: the middles sliced out, then heads, middles and tails joined again must give the
+        block's bytes (one join and compare for the block); the block where that fails holds the run's end,
+        found with a head and a tail check per unit. (Blocks stay small: a large temporary costs more.)
+        With a counter last, each frame's tail is its expected end, the number written out."""
+        head, lh = self.head, len(self.head)
+        tail = self.tail_nn if whole else self.tail
+        gap = b"" if whole else b"\n\n"
+        cut = itemgetter(slice(lh, -len(tail)))
+        joint = self.tail_nn + head
+        seq = self.holders[-1].seq if self.counted else 0
+        mids: list[bytes] = []
+        a, total = 0, len(seg)
+        while a < total:
+            block = seg[a : a + _BLOCK]
+            if self.counted:
+                got, ends = self._counted(block, seq + a, whole)
+                woven: list[bytes] = [head] * (3 * len(block))
+                woven[1::3] = got
+                woven[2::3] = ends
+                ok = b"".join(woven) == gap.join(block) + gap
+            else:
+                got = list(map(cut, block))
+                ok = head + joint.join(got) + tail == gap.join(block)
+            if ok:
+                mids += got
+                a += len(block)
+                continue
+            k, block = _prefix(list(map(_startswith, block, repeat(head))), block)
+            if self.counted:
+                ends = list(map(self.fmts[whole].__mod__, range(seq + a, seq + a + k)))
+            else:
+                ends = repeat(tail)  # type: ignore[assignment]
+            k, block = _prefix(list(map(_endswith, block, ends)), block)
+            mids += got[:k]
+            a += k
+            break
+        return a, mids
+
+    def _counted(self, block: list[bytes], seq: int, whole: bool) -> tuple[list[bytes], list[bytes]]:
+        """A block's middles when each unit ends with its counter's expected end (their length varies with
+        the number's digits), and those ends (with the blank line)."""
+        ends = list(map(self.fmts[1].__mod__, range(seq, seq + len(block))))
+        lh, base = len(self.head), len(self.fmts[whole] % 0) - 1
+        mids: list[bytes] = []
+        a, n = 0, len(block)
+        while a < n:
+            digits = len(str(seq + a))
+            b = min(n, 10**digits - seq)
+            mids += map(itemgetter(slice(lh, -(base + digits))), block[a:b])
+            a = b
+        return mids, ends
 
     def verify(self, mids: list[bytes], ahead: int = 0) -> tuple[list[Any], Any] | None:
         """The middles of ``len(mids)`` frames (between head and tail) -> (the string slots' values, the
