@@ -9,9 +9,11 @@ tuple of ``(path, value, apply)``); ``learn`` cuts the event's raw frame bytes a
 (each value swapped for a marker, the JSON parsed again, each marker found at its path).
 
 ``Template.run`` takes the run of consecutive frames that are this event again, a whole list of frames at a
-time in a few C-level calls (no Python step per frame): each frame starts with ``head`` and ends with
-``tail`` (``map`` of ``bytes.startswith`` / ``endswith``; with a counter last, the tail with the expected
-number written out), and its middle is sliced out (``itemgetter``). With several values per frame, the
+time in a few C-level calls (no Python step per frame): each frame's middle is sliced out (``itemgetter``)
+and, a block of frames at a time, heads, middles and tails (with a counter last, the tail with the expected
+number written out) joined again must give the block's bytes: each frame is ``head`` + middle + ``tail``
+(only in the block where the run ends, ``bytes.startswith`` / ``endswith`` per frame find where). With
+several values per frame, the
 middles are joined by NUL and each inner literal replaced by its own marker byte (control characters, which
 no valid frame holds raw): the markers must then come exactly in the template's order, once per frame,
 which proves each frame's cut. All the run's values are parsed in ONE ``orjson.loads`` of
