@@ -20,7 +20,8 @@ which proves each frame's cut. All the run's values are parsed in ONE ``orjson.l
 ``[v1,\nv2,...]``: it must give exactly one JSON scalar per value (a separator's raw newline cannot sit
 inside a string, and a separator nested in an array or object would make that element no scalar; no other
 raw newline or CR is allowed, so each value is exactly one JSON token); a string slot's values must be
-strings, a counter's the next numbers, a key's those its variants were learnt with (same value and type).
+strings, a counter's the next numbers; a key (the bytes that lead the values when calls interleave) must be
+one its variants were learnt with.
 Each such frame parses to a checked event with only those values changed, so the grammar gives it the same
 verdict; the string values go to the checker (``apply``: what it concatenates), per key. A frame failing
 any of this, and so every violation, goes through the full parse and check.
@@ -47,7 +48,8 @@ _endswith = bytes.endswith
 Slot = tuple[tuple[Any, ...], Any, Callable[[list[Any]], Any] | Any | None]
 Hot = tuple[Slot, ...]
 #: the third element of a key slot: the value names which open block / call / item the event extends; a
-#: frame must carry the value (same JSON type) of a key a checked frame of the same shape carried
+#: frame must carry exactly the bytes of a key a checked frame of the same shape carried (keys lead the
+#: frame's values, as every protocol writes them: the template cuts them out as one fixed-length prefix)
 KEY = object()
 _STR, _CNT, _KEY = 0, 1, 2
 #: the most frames one ``run`` call takes (a longer run takes several calls)
@@ -99,19 +101,29 @@ class Template:
         "vkinds",
         "seps",
         "fmts",
-        "ktypes",
+        "klen",
     )
 
-    def __init__(self, literals: list[bytes], kinds: tuple[int, ...], key: Any, applies: list[Any], holders: list[Any]):
+    def __init__(
+        self,
+        literals: list[bytes],
+        kinds: tuple[int, ...],
+        key: Any,
+        applies: list[Any],
+        holders: list[Any],
+        klen: int = 0,
+    ):
         self.head = literals[0]
+        #: the length of the key bytes that follow the head (0: none; else ``key`` is those bytes)
+        self.klen = klen
         self.inner = tuple(literals[1:-1])
         #: the frame's last literal without / with its blank line (units from a split / whole chunks)
         self.tail = literals[-1]
         self.tail_nn = literals[-1] + b"\n\n"
         self.kinds = kinds
-        self.shape = (self.head, self.inner, self.tail, kinds)
-        #: key (the key slots' values: one value, a tuple of them, or None without key slots) -> per string
-        #: slot, what the checker does with its values
+        self.shape = (self.head, self.inner, self.tail, kinds, klen)
+        #: key (the bytes of the key slots and the literals between them, or None without key slots) -> per
+        #: string slot, what the checker does with its values
         self.variants: dict[Any, list[Any]] = {key: applies}
         #: the counters' holders (one per counter slot)
         self.holders = holders
@@ -128,15 +140,13 @@ class Template:
         #: the markers one frame's middle holds once its inner literals are replaced, then the NUL joining it
         #: to the next frame's (``n`` frames: ``n`` times this, less the last NUL)
         self.seps = b"".join(_MARKS[: len(self.vinner)]) + b"\0"
-        #: the type of each key slot's values (a key is compared by value: the JSON value, not its bytes)
-        self.ktypes = [type(v) for v in (key if isinstance(key, tuple) else (key,))] if key is not None else []
         if self.counted:
             end = literals[-2].replace(b"%", b"%%") + b"%d" + literals[-1].replace(b"%", b"%%")
             self.fmts = (end, end + b"\n\n")
 
     @property
     def is_keyed(self) -> bool:
-        return _KEY in self.kinds
+        return bool(self.klen)
 
     def keyed(self) -> Template | None:
         """This frame's template with its key slots cut (learnt once, when first asked)."""
@@ -241,8 +251,14 @@ class Template:
         before these in the run (their counters)."""
         n = len(mids)
         k = len(self.vkinds)
+        pkeys: Any = None
+        if self.klen:  # the keys lead each middle: one of the byte strings learnt
+            pkeys = list(map(itemgetter(slice(0, self.klen)), mids))
+            if not set(pkeys) <= self.variants.keys():
+                return None
+            mids = list(map(itemgetter(slice(self.klen, None)), mids))
         if not k:  # a counter alone, checked in the frames' ends
-            return [], None
+            return [], pkeys
         if k == 1:
             blob = b",\n".join(mids)
         else:  # each inner literal replaced by its marker byte (a control character: no valid frame holds one)
@@ -266,7 +282,6 @@ class Template:
         if len(vals) != n * k:
             return None
         strs: list[Any] = []
-        keys: list[Any] = []
         holders = iter(self.holders)
         for j, kind in enumerate(self.vkinds):
             col = vals[j::k] if k > 1 else vals
@@ -275,20 +290,11 @@ class Template:
                 if types != _TYPES_STR:
                     return None
                 strs.append(col)
-            elif kind == _KEY:
-                if len(types) != 1 or types.pop() is not self.ktypes[len(keys)]:
-                    return None
-                keys.append(col)
             else:
                 seq = next(holders).seq + ahead
                 if types != _TYPES_INT or col != list(range(seq, seq + n)):
                     return None
-        key: Any = None
-        if keys:
-            key = keys[0] if len(keys) == 1 else list(zip(*keys))
-            if not set(key) <= self.variants.keys():
-                return None
-        return strs, key
+        return strs, pkeys
 
     def apply(self, n: int, strs: list[Any], key: Any) -> None:
         """The values of ``n`` verified frames to the checker; the counters count on."""
@@ -387,8 +393,14 @@ def _learn(raw: bytes, hot: Hot) -> Template | None:
         if got != marker or type(got) is not type(marker):
             return None
     kinds = tuple(_KEY if a is KEY else _STR if isinstance(v, str) else _CNT for _, _, (_, v, a) in cuts)
-    keys = [v for (_, _, (_, v, _)), k in zip(cuts, kinds) if k == _KEY]
-    key = None if not keys else keys[0] if len(keys) == 1 else tuple(keys)
     applies = [a for (_, _, (_, _, a)), k in zip(cuts, kinds) if k == _STR]
     holders = [a for (_, _, (_, _, a)), k in zip(cuts, kinds) if k == _CNT]
-    return Template(literals, kinds, key, applies, holders)
+    lead = next((i for i, k in enumerate(kinds) if k != _KEY), len(kinds))
+    if not lead:
+        return None if _KEY in kinds else Template(literals, kinds, None, applies, holders)
+    if lead == len(kinds) or _KEY in kinds[lead:]:  # keys must lead the values (as every protocol writes them)
+        return None
+    # the keys' bytes, with the literals up to the next value, are one fixed-length key (sliced, not parsed:
+    # a frame's key must be one of the exact byte strings learnt)
+    prefix = raw[cuts[0][0] : cuts[lead][0]]
+    return Template([literals[0], *literals[lead + 1 :]], kinds[lead:], prefix, applies, holders, len(prefix))
