@@ -33,7 +33,10 @@ import mitm
 PARTS = [
     ("logging", ("/logging/__init__.py", "mitmproxy/addons/termlog", "mitmproxy/log.py", "dragoman/logsafe")),
     ("ledger", ("dragoman/ledger/",)),
-    ("relay (loopback hop, its HTTP/1.1 client)", ("mitm/relay", "mitm/http1", "mitm/upstream_http", "mitm/exchange")),
+    (
+        "relay (loopback hop, its HTTP/1.1 client)",
+        ("mitm/relay/relay", "mitm/relay/http1", "mitm/relay/upstream_http", "mitm/relay/exchange", "mitm/relay/held"),
+    ),
     (
         "translator (translate/, protocols/, ir/, sse/)",
         ("dragoman/translate/", "dragoman/protocols/", "dragoman/ir/", "dragoman/sse/", "dragoman/routing/"),
@@ -44,7 +47,7 @@ PARTS = [
             "mitm/translate_addon",
             "mitm/inbound",
             "mitm/outbound",
-            "mitm/headers",
+            "mitm/relay/headers",
             "mitm/usage",
             "mitm/flowstate",
             "mitm/faults",

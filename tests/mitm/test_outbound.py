@@ -123,3 +123,12 @@ def test_rewrite_auth_makes_the_extra_edits_in_the_same_pass():
     assert req.headers["accept-encoding"] == "identity"
     assert req.headers["authorization"] == f"Bearer {KEY}"
     assert not any(n in names for n in ("x-api-key", "api-key", "x-goog-api-key", "cookie", "proxy-authorization"))
+
+
+def test_client_key_from_headers_or_any_mapping_with_get():
+    hdrs = http.Headers([(b"Authorization", b"Bearer sk-client-1")])
+    assert outbound.client_key(hdrs) == "sk-client-1"
+    # a WebSocket turn keeps its connection's headers as a list, looked up through a mapping with ``get``
+    assert outbound.client_key({"authorization": "Bearer sk-client-2"}) == "sk-client-2"
+    assert outbound.client_key({"x-api-key": "sk-client-3", "authorization": "Bearer other"}) == "sk-client-3"
+    assert outbound.client_key({}, "a=1&key=sk-q") == "sk-q"

@@ -39,7 +39,6 @@ from dragoman.ir.common import ErrorInfo
 from dragoman.ir.common import ErrorKind
 from dragoman.logsafe import logsafe
 from dragoman.mitm import gemini_calls
-from dragoman.mitm import headers as hdr
 from dragoman.mitm import hosts
 from dragoman.mitm import options
 from dragoman.mitm.guards.scrub import Scrubber
@@ -49,6 +48,7 @@ from dragoman.mitm.keymask import KeyMask
 from dragoman.mitm.outbound import CREDENTIAL_HEADERS
 from dragoman.mitm.outbound import rewrite_auth
 from dragoman.mitm.outbound import strip_credentials
+from dragoman.mitm.relay import headers as hdr
 from dragoman.mitm.route_state import Routing
 from dragoman.protocols import Protocol
 from dragoman.protocols import detect

@@ -18,12 +18,12 @@ from dragoman.inspect.assemble import assemble
 from dragoman.ir.common import ErrorInfo
 from dragoman.ir.common import ErrorKind
 from dragoman.logsafe import logsafe
-from dragoman.mitm import headers as hdr
 from dragoman.mitm.faults import deliver_error_answer
 from dragoman.mitm.faults import deliver_final_frame
 from dragoman.mitm.flowstate import FlowState
 from dragoman.mitm.guards import lint
 from dragoman.mitm.keymask import KeyMask
+from dragoman.mitm.relay import headers as hdr
 from dragoman.protocols import Protocol
 from dragoman.protocols.gemini.request_decode import ARRAY
 from dragoman.protocols.registry import get_codec

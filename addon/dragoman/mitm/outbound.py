@@ -19,7 +19,7 @@ from urllib.parse import urlencode
 from mitmproxy import http
 from mitmproxy.net.http.url import hostport
 
-from dragoman.mitm import headers as hdr
+from dragoman.mitm.relay import headers as hdr
 from dragoman.protocols import Protocol
 from dragoman.record.secret_names import is_secret_header
 from dragoman.record.secret_names import is_secret_query
@@ -87,10 +87,14 @@ def pop_credential_headers(headers: http.Headers) -> list[str]:
 def client_key(headers: http.Headers, query: str = "") -> str | None:
     """The credential the client sent (``x-api-key``, ``Authorization: Bearer``, Gemini's ``x-goog-api-key`` or
     its ``?key=`` query parameter), if any."""
-    key = hdr.get(headers, b"x-api-key") or hdr.get(headers, b"x-goog-api-key")
+    if isinstance(headers, http.Headers):  # one scan per name, not mitmproxy's lookup
+        key = hdr.get(headers, b"x-api-key") or hdr.get(headers, b"x-goog-api-key")
+        auth = (hdr.get(headers, b"authorization", "") or "") if not key else ""
+    else:  # any mapping with ``get`` (a WebSocket turn keeps its connection's headers as a list)
+        key = headers.get("x-api-key") or headers.get("x-goog-api-key")
+        auth = (headers.get("authorization", "") or "") if not key else ""
     if key:
         return key
-    auth = hdr.get(headers, b"authorization", "") or ""
     scheme, _, value = auth.partition(" ")
     if scheme.lower() == "bearer" and value.strip():
         return value.strip()

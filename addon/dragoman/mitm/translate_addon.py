@@ -27,7 +27,6 @@ from dragoman.errors import TranslationError
 from dragoman.ir.common import ErrorInfo
 from dragoman.ir.common import ErrorKind
 from dragoman.logsafe import logsafe
-from dragoman.mitm import headers as hdr
 from dragoman.mitm import hosts
 from dragoman.mitm import inbound
 from dragoman.mitm import outbound
@@ -38,6 +37,7 @@ from dragoman.mitm.flowstate import FlowState
 from dragoman.mitm.guards import lint
 from dragoman.mitm.guards.client_auth import CLIENT_METADATA_KEY
 from dragoman.mitm.outbound import client_key
+from dragoman.mitm.relay import headers as hdr
 from dragoman.mitm.relay.exchange import RoutedExchange
 from dragoman.mitm.relay.relay import RelayJob
 from dragoman.mitm.relay.upstream_http import Trust

@@ -49,9 +49,9 @@ from mitmproxy import http
 from dragoman.ir.common import ErrorInfo
 from dragoman.ir.common import ErrorKind
 from dragoman.logsafe import logsafe
-from dragoman.mitm import headers as hdr
 from dragoman.mitm import hosts
 from dragoman.mitm.guards.client_auth import guarded
+from dragoman.mitm.relay import headers as hdr
 from dragoman.protocols import Protocol
 from dragoman.protocols import detect
 from dragoman.translate.response import error_body

@@ -28,12 +28,12 @@ from mitmproxy.utils import human
 from dragoman.ir.common import ErrorInfo
 from dragoman.ir.common import ErrorKind
 from dragoman.logsafe import logsafe
-from dragoman.mitm import headers as hdr
 from dragoman.mitm import hosts
 from dragoman.mitm import outbound
 from dragoman.mitm.guards.inflate import BadEncoding
 from dragoman.mitm.guards.inflate import TooLarge
 from dragoman.mitm.guards.inflate import inflate
+from dragoman.mitm.relay import headers as hdr
 from dragoman.mitm.relay import http1
 from dragoman.mitm.relay.held import HeldBodies
 from dragoman.mitm.relay.relay import FixedAnswer

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from mitmproxy import http
 
-from dragoman.mitm import headers as hdr
+from dragoman.mitm.relay import headers as hdr
 
 FIELDS = [
     (b"Host", b"127.0.0.1:8080"),
