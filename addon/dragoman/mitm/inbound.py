@@ -25,6 +25,7 @@ from dragoman.mitm.flowstate import FlowState
 from dragoman.mitm.guards import lint
 from dragoman.mitm.keymask import KeyMask
 from dragoman.mitm.keymask import StreamMask
+from dragoman.mitm.outbound import edit_headers
 from dragoman.protocols import Protocol
 from dragoman.protocols.gemini.request_decode import ARRAY
 from dragoman.protocols.registry import get_codec
@@ -50,39 +51,60 @@ SSE_HEADERS = (("content-type", SSE_CT), ("cache-control", "no-cache"), ("x-acce
 REQUEST_ID_HEADERS = ("request-id", "x-request-id")
 
 
-def stream_headers(resp: http.Response, translated: bool = True) -> None:
+#: the framing headers a translated stream replaces (``stream_headers``); with ``transfer-encoding`` for HTTP/1
+_REFRAMED = frozenset((b"content-length", b"content-encoding", b"content-type", b"cache-control", b"x-accel-buffering"))
+_REFRAMED_CHUNKED = _REFRAMED | {b"transfer-encoding"}
+_SSE_HEADERS_RAW = tuple((k.encode(), v.encode()) for k, v in SSE_HEADERS[1:])
+_REQUEST_ID_RAW = tuple(name.encode() for name in REQUEST_ID_HEADERS)
+
+
+def stream_headers(
+    resp: http.Response, translated: bool = True, content_type: str = SSE_CT, chunked: bool = False
+) -> None:
     """The framing of a stream to the client: its content type, no caching, no buffering by a proxy in front
-    (``x-accel-buffering: no``); a translated body has neither the upstream's length nor its encoding. A
-    pass-through stream (same protocol both sides) keeps the upstream's headers and gains only
-    ``x-accel-buffering: no``."""
+    (``x-accel-buffering: no``); a translated body has neither the upstream's length nor its encoding
+    (``chunked``: and is sent chunked, HTTP/1). A pass-through stream (same protocol both sides) keeps the
+    upstream's headers and gains only ``x-accel-buffering: no``. One pass over the headers."""
     if not translated:
         resp.headers["x-accel-buffering"] = "no"
         return
-    resp.headers.pop("content-length", None)
-    resp.headers.pop("content-encoding", None)
-    for name, value in SSE_HEADERS:
-        resp.headers[name] = value
+    add = ((b"content-type", content_type.encode()), *_SSE_HEADERS_RAW)
+    if chunked:
+        add += ((b"transfer-encoding", b"chunked"),)
+    edit_headers(resp.headers, _REFRAMED_CHUNKED if chunked else _REFRAMED, add)
 
 
 def upstream_request_id(resp: http.Response) -> str | None:
     """The id the upstream gave this answer (``request-id`` or ``x-request-id``), if any."""
-    for name in REQUEST_ID_HEADERS:
-        value = resp.headers.get(name, "").strip()
-        if value:
-            return value
-    return None
+    return _request_ids(resp)[0]
+
+
+def _request_ids(resp: http.Response) -> tuple[str | None, set[bytes]]:
+    """The upstream's request id (``request-id`` first, then ``x-request-id``; several values joined as
+    mitmproxy's ``headers[name]`` does) and which of the two names it sent: one pass over the headers."""
+    found: dict[bytes, list[bytes]] = {}
+    for name, value in resp.headers.fields:
+        low = name.lower()
+        if low in _REQUEST_ID_RAW:
+            found.setdefault(low, []).append(value)
+    for name in _REQUEST_ID_RAW:
+        if name in found:
+            rid = b", ".join(found[name]).decode("utf-8", "surrogateescape").strip()
+            if rid:
+                return rid, set(found)
+    return None, set(found)
 
 
 def carry_request_id(resp: http.Response, state: FlowState) -> None:
     """The upstream's request id reaches the client under the header its own SDK reads (the upstream's header
     is kept too), and is remembered for the flow's log line."""
-    rid = upstream_request_id(resp)
+    rid, present = _request_ids(resp)
     if rid is None:
         return
     state.request_id = rid
     name = "request-id" if state.plan.client is Protocol.ANTHROPIC_MESSAGES else "x-request-id"
-    if name not in resp.headers:
-        resp.headers[name] = rid
+    if name.encode() not in present:
+        resp.headers.fields += ((name.encode(), rid.encode("utf-8", "surrogateescape")),)
 
 
 def install_stream(
@@ -125,10 +147,7 @@ def install_stream(
     )
     if track_usage:  # the translator keeps the usage its upstream events carried (``StreamTranslator.usage``)
         state.usage_tap = state.translator
-    stream_headers(resp)
-    resp.headers["content-type"] = client_stream_type(state)
-    if resp.http_version.startswith("HTTP/1"):
-        resp.headers["transfer-encoding"] = "chunked"
+    stream_headers(resp, content_type=client_stream_type(state), chunked=resp.http_version.startswith("HTTP/1"))
     return True
 
 
@@ -397,8 +416,7 @@ def translate_whole(flow: http.HTTPFlow, state: FlowState) -> None:
     if content_type == JSON_CT:
         resp.headers["content-type"] = JSON_CT
     else:
-        stream_headers(resp)
-        resp.headers["content-type"] = client_stream_type(state)
+        stream_headers(resp, content_type=client_stream_type(state))
     resp.content = out
 
 
@@ -407,9 +425,9 @@ def mask_headers(resp: http.Response, keys: KeyMask) -> None:
     if not keys:
         return
     fields = resp.headers.fields
-    masked = tuple((name, keys.mask(value)) for name, value in fields)
-    if masked != fields:
-        resp.headers.fields = masked
+    every = b"\n".join(value for _, value in fields)  # one search per key over all the values (no key holds LF)
+    if any(secret in every for secret in keys.secrets):
+        resp.headers.fields = tuple((name, keys.mask(value)) for name, value in fields)
 
 
 def mask_whole(flow: http.HTTPFlow, keys: KeyMask) -> None:

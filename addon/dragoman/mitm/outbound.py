@@ -27,6 +27,7 @@ from dragoman.routing.url import join_endpoint
 ANTHROPIC_VERSION = "2023-06-01"
 #: client headers that carry credentials
 AUTH_HEADERS = ("x-api-key", "authorization", "x-goog-api-key")
+_AUTH_HEADER_NAMES = frozenset(n.encode() for n in AUTH_HEADERS)
 #: headers that carry a credential for some provider (Anthropic, OpenAI, Azure OpenAI, Google) or a proxy; the
 #: rule is ``secret_names.is_secret_header`` (the one list recordings redact too): these are examples of it
 CREDENTIAL_HEADERS = (*AUTH_HEADERS, "api-key", "proxy-authorization", "cookie")
@@ -62,15 +63,28 @@ def _credential_name(raw: bytes) -> str | None:
     return low if is_credential_header(low) else None
 
 
+def edit_headers(headers: http.Headers, drop: frozenset[bytes], add: tuple[tuple[bytes, bytes], ...] = ()) -> None:
+    """In one pass over the fields: every header named in ``drop`` (lower-case bytes) goes, ``add`` is appended.
+    mitmproxy's ``pop`` and ``headers[name] = value`` each scan the fields lower-casing every name and rebuild
+    them (several µs each in mitmdump, a dozen per flow before its first byte: issue 31)."""
+    fields = headers.fields
+    kept = tuple(f for f in fields if f[0].lower() not in drop)
+    if add or len(kept) != len(fields):
+        headers.fields = kept + add
+
+
 def pop_credential_headers(headers: http.Headers) -> list[str]:
     """Remove every credential header; returns their names (lower case, first occurrence order)."""
     names: list[str] = []
-    for raw, _ in headers.fields:  # not ``headers.keys()``: each of its names is looked up again (quadratic)
-        low = _credential_name(raw)
-        if low is not None and low not in names:
+    kept: list[tuple[bytes, bytes]] = []
+    for field in headers.fields:  # not ``headers.keys()``: each of its names is looked up again (quadratic)
+        low = _credential_name(field[0])
+        if low is None:
+            kept.append(field)
+        elif low not in names:
             names.append(low)
-    for name in names:
-        headers.pop(name, None)
+    if names:
+        headers.fields = tuple(kept)
     return names
 
 
@@ -126,8 +140,7 @@ def rewrite_auth(req: http.Request, target: Protocol, key: str | None) -> None:
         strip_credentials(req)
     else:
         key = client_key(headers, req.path.partition("?")[2])
-        for name in AUTH_HEADERS:
-            headers.pop(name, None)
+        edit_headers(headers, _AUTH_HEADER_NAMES)
     set_auth(headers, target, key)
 
 
@@ -163,12 +176,13 @@ def set_auth(headers: http.Headers, target: Protocol, key: str | None) -> None:
             headers.pop(name, None)
         if key:
             headers["x-goog-api-key"] = key
-    else:
-        found = {raw.decode("latin-1").lower() for raw, _ in headers.fields}  # ``keys()`` is quadratic
-        for name in [n for n in found if n.startswith("anthropic-")]:
-            headers.pop(name, None)
+    else:  # one pass over the fields (``keys()`` is quadratic; each ``pop`` and set scans them again)
+        drop = b"authorization" if key else None
+        kept = tuple(f for f in headers.fields if not f[0].lower().startswith(b"anthropic-") and f[0].lower() != drop)
         if key:
-            headers["authorization"] = f"Bearer {key}"
+            kept += ((b"authorization", f"Bearer {key}".encode("utf-8", "surrogateescape")),)
+        if kept != headers.fields:
+            headers.fields = kept
 
 
 def relayed_headers(

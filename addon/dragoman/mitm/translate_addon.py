@@ -67,6 +67,10 @@ JSON_CT = inbound.JSON_CT
 ROUTE_HEADER = "x-dragoman-route"
 #: response header: the number of entries in a translated flow's lossiness report (``dragoman_lossy_header``)
 LOSSY_HEADER = "x-dragoman-lossy"
+#: a forwarded request asks the upstream for an unencoded answer; a new body drops the client's framing
+_IDENTITY = ((b"accept-encoding", b"identity"),)
+_ACCEPT_ENCODING = frozenset((b"accept-encoding",))
+_REBODIED = frozenset((b"accept-encoding", b"content-encoding", b"transfer-encoding"))
 
 
 def default_match(flow: http.HTTPFlow) -> bool:
@@ -193,12 +197,11 @@ class Translate(TranslateConfig):
         outbound.rewrite_url(flow.request, up.url, up.protocol, plan.identity, cand.model, cr.stream)
         outbound.rewrite_auth(flow.request, up.protocol, up.keys[0].value if up.keys else None)
         self.scrubber.hold(flow)  # the credentials leave the flow once the request is sent
-        headers = flow.request.headers
-        headers["accept-encoding"] = "identity"
         if body is not cr.raw or cr.rewritten:
-            headers.pop("content-encoding", None)
-            headers.pop("transfer-encoding", None)
+            outbound.edit_headers(flow.request.headers, _REBODIED, _IDENTITY)
             flow.request.content = body
+        else:
+            outbound.edit_headers(flow.request.headers, _ACCEPT_ENCODING, _IDENTITY)
         flow.metadata[METADATA_KEY] = state.metadata()
 
     def _relayed(
