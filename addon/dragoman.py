@@ -5,6 +5,7 @@ Keep this to a few import lines: only this file hot-reloads, the package is inst
 
 from dragoman.mitm.chain import Chain
 from dragoman.mitm.endpoints import Endpoints
+from dragoman.mitm.guards.admission import Admission
 from dragoman.mitm.guards.client_auth import ClientAuth
 from dragoman.mitm.guards.cors import Cors
 from dragoman.mitm.guards.direct import DirectGuard
@@ -55,6 +56,7 @@ addons = [
             replayer.before,
             recorder.before,
             translate,
+            Admission(translate),
             compact.after,
             cors.after,
             replayer,

@@ -533,10 +533,10 @@ def main(argv: list[str] | None = None) -> int:
                         r[k]["samples"] = [r[k]["median"]]
         if "paced" in sections:
             log(f"[3/4] {n_streams} paced streams opened over 2 s, 80 events each at 20 events/s")
-            res["paced"] = bench_paced([p_pt, p_single], n_streams, 80, 2.0, max(1, rounds - 1), log)
+            res["paced"] = bench_paced([p_pt, p_single, *base[:1]], n_streams, 80, 2.0, max(1, rounds - 1), log)
         if "burst" in sections:
             log(f"[4/4] a burst of {n_streams} streams at once, another client asking every 50 ms")
-            res["burst"] = bench_burst([p_pt, p_single], n_streams, 40, max(1, rounds - 1), workdir, log)
+            res["burst"] = bench_burst([p_pt, p_single, *base[:1]], n_streams, 40, max(1, rounds - 1), workdir, log)
     finally:
         for p in started:
             p.stop()

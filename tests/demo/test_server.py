@@ -12,6 +12,8 @@ import pytest
 from dragoman import demo as fu
 from dragoman.demo.wire import frame
 from dragoman.sse.decoder import SSEDecoder
+from listen_backlog import listen_backlog
+from listen_backlog import somaxconn
 
 PATHS = {"anthropic": "/v1/messages", "openai-chat": "/v1/chat/completions", "openai-responses": "/v1/responses"}
 
@@ -287,3 +289,10 @@ def test_anthropic_fake_rejects_tool_ids_the_api_rejects(fake):
     assert json.loads(data)["error"]["message"] == (
         "messages.1.content.0.tool_use.id: String should match pattern '^[a-zA-Z0-9_-]+$'"
     )
+
+
+def test_the_listen_backlog_is_the_one_asked_for():
+    """asyncio's ``start_server`` listens again on the socket it is given (backlog 100 unless told): a burst of
+    500 upstream connections overflowed it and waited for SYN-ACK retries of 1, 2, 4 s (issue 31's burst bench)."""
+    with fu.FakeUpstream(backlog=2048) as up:
+        assert listen_backlog(up.port) == min(2048, somaxconn())

@@ -122,6 +122,7 @@ class FakeUpstream:
         self.requests: list[RecordedRequest] = []
         self.lock = threading.Lock()
         self._sock = socket.create_server((host, port), backlog=backlog)
+        self._backlog = backlog
         self._loop: asyncio.AbstractEventLoop | None = None
         self._done: asyncio.Event | None = None
         self._thread: threading.Thread | None = None
@@ -174,7 +175,8 @@ class FakeUpstream:
     async def _serve(self, ready: threading.Event | None) -> None:
         self._loop = asyncio.get_running_loop()
         self._done = asyncio.Event()
-        server = await asyncio.start_server(self._connection, sock=self._sock, limit=_LIMIT)
+        # asyncio listens again on the socket it is given, with its own default of 100 unless told
+        server = await asyncio.start_server(self._connection, sock=self._sock, limit=_LIMIT, backlog=self._backlog)
         if ready is not None:
             ready.set()
         try:
