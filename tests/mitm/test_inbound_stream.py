@@ -142,3 +142,13 @@ def test_the_plain_callable_masks_a_key_split_across_its_output(tctx, addon, key
         assert r != b""
         out += r if isinstance(r, bytes) else b"".join(r)
     assert bytes(out) == b"a " + MASK + b" bx sk-y\n\n"
+
+
+def test_the_ledger_reads_the_usage_the_translated_stream_carried(tctx, addon, tmp_path):
+    f = start_stream(tctx, addon, dragoman_ledger=str(tmp_path / "usage.sqlite3"))
+    state = addon.flows.get(f.id)
+    assert state.usage_tap is state.translator  # no decoder wrapper per event
+    feed_all(f.response.stream, [CHAT_STREAM, b""])
+    usage = state.usage_tap.usage
+    assert (usage.input_tokens, usage.output_tokens) == (11, 7)
+    addon.usage.close()
