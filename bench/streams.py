@@ -13,7 +13,8 @@ The shapes follow the real recordings in ``tests/corpus/``:
   the full text, a ``response.completed`` snapshot holding the whole output).
 
 Every stream has: a thinking block (with its signature / encrypted content), a text block, two tool
-calls whose argument deltas are INTERLEAVED (as Chat upstreams send parallel calls), and usage
+calls whose argument deltas are INTERLEAVED (as Chat upstreams send parallel calls; Anthropic's come one
+after the other, as its grammar has one open block at a time), and usage
 (including cache tokens). ``generate(protocol, n)`` returns a list of complete SSE events (bytes), one
 per list element, about ``n`` long. Deterministic (seeded).
 
@@ -238,9 +239,10 @@ def anthropic_stream(n: int, seed: int = 0, model: str = "claude-sonnet-4-5-2025
             )
         )
     out.append(_sse("content_block_stop", {"type": "content_block_stop", "index": 1}))
-    for idx, (tid, name) in enumerate(
-        (("toolu_01A09q90qw90lq917835lq9", TOOL_A), ("toolu_01B19r91rx91mr928946mr0", TOOL_B)), start=2
-    ):
+    # Anthropic's grammar has one open block at a time: the two calls come one after the other (the other
+    # protocols' streams interleave their argument deltas)
+    calls = (("toolu_01A09q90qw90lq917835lq9", TOOL_A, p.tool_a), ("toolu_01B19r91rx91mr928946mr0", TOOL_B, p.tool_b))
+    for idx, (tid, name, n_frags) in enumerate(calls, start=2):
         out.append(
             _sse(
                 "content_block_start",
@@ -251,23 +253,10 @@ def anthropic_stream(n: int, seed: int = 0, model: str = "claude-sonnet-4-5-2025
                 },
             )
         )
-    deltas_a = [
-        _sse(
-            "content_block_delta",
-            {"type": "content_block_delta", "index": 2, "delta": {"type": "input_json_delta", "partial_json": f}},
-        )
-        for f in _args_fragments(rng, p.tool_a, TOOL_A)
-    ]
-    deltas_b = [
-        _sse(
-            "content_block_delta",
-            {"type": "content_block_delta", "index": 3, "delta": {"type": "input_json_delta", "partial_json": f}},
-        )
-        for f in _args_fragments(rng, p.tool_b, TOOL_B)
-    ]
-    out.extend(_interleave(deltas_a, deltas_b))
-    out.append(_sse("content_block_stop", {"type": "content_block_stop", "index": 2}))
-    out.append(_sse("content_block_stop", {"type": "content_block_stop", "index": 3}))
+        for f in _args_fragments(rng, n_frags, name):
+            delta = {"type": "input_json_delta", "partial_json": f}
+            out.append(_sse("content_block_delta", {"type": "content_block_delta", "index": idx, "delta": delta}))
+        out.append(_sse("content_block_stop", {"type": "content_block_stop", "index": idx}))
     out.append(
         _sse(
             "message_delta",

@@ -209,7 +209,10 @@ class _Stream:
         need(isinstance(d, dict), f"{where}: delta must be an object")
         dt = d.get("type")
         allowed = DELTAS_FOR.get(self.open_kind, set())
-        need(dt in allowed, f"{where}: {dt!r} not allowed in a {self.open_type} block (allowed: {sorted(allowed)})")
+        if dt not in allowed:
+            raise AssertionError(
+                f"{where}: {dt!r} not allowed in a {self.open_type} block (allowed: {sorted(allowed)})"
+            )
         if dt == "text_delta":
             need(isinstance(d.get("text"), str), f"{where}: text_delta.text must be a string")
             s.text += d["text"]
@@ -260,7 +263,8 @@ class _Stream:
                 s.tool_calls.append(ToolCall(self.tool["id"], self.tool["name"], "".join(self.json_buf) or "{}"))
             self.open_idx = None
         need(self.open_idx is None, f"{where}: message_delta while block {self.open_idx} is open")
-        need(sr in STOP_REASONS, f"{where}: stop_reason {sr!r} not in {sorted(STOP_REASONS)}")
+        if sr not in STOP_REASONS:
+            raise AssertionError(f"{where}: stop_reason {sr!r} not in {sorted(STOP_REASONS)}")
         u = obj.get("usage")
         need(
             isinstance(u, dict) and is_int(u.get("output_tokens")),

@@ -41,6 +41,7 @@ from dragoman.lint import run_stream
 from dragoman.lint import search
 from dragoman.lint.chat_details import feed_details as _feed_details
 from dragoman.lint.chat_details import summarize_details as _summarize_details
+from dragoman.lint.replay import KEY
 from dragoman.lint.sse import Frame
 from dragoman.lint.sse import parse_sse
 
@@ -73,6 +74,7 @@ def _check_usage(u: Any, where: str) -> None:
 _CONTENT = ("choices", 0, "delta", "content")
 _REASONING = ("choices", 0, "delta", "reasoning_content")
 _ARGS = ("choices", 0, "delta", "tool_calls", 0, "function", "arguments")
+_ARGS_INDEX = ("choices", 0, "delta", "tool_calls", 0, "index")
 _DETAIL = ("choices", 0, "delta", "reasoning_details", 0, "text")
 
 
@@ -113,9 +115,11 @@ def _hot(
             if type(fn["arguments"]) is not str:
                 return None
             slots.append((_ARGS, fn["arguments"], tools[v[0]["index"]][2].extend))
+            slots.append((_ARGS_INDEX, v[0]["index"], KEY))
         else:
             return None
-    if not slots or len(slots) > 2 or (len(slots) == 2 and d.keys() != {"reasoning_content", "reasoning_details"}):
+    fields = sum(1 for slot in slots if slot[2] is not KEY)
+    if not fields or fields > 2 or (fields == 2 and d.keys() != {"reasoning_content", "reasoning_details"}):
         return None
     if type(obj.get("obfuscation")) is str:
         slots.append((("obfuscation",), obj["obfuscation"], None))
@@ -234,7 +238,8 @@ class _Stream:
         if fr is None and not self.finished and obj.get("usage") is None and n_choices == 1:
             hot = _hot(obj, d, s, self.tools, self.details)
         if fr is not None:
-            need(fr in FINISH_REASONS, f"{where}: finish_reason {fr!r} not in {sorted(FINISH_REASONS)}")
+            if fr not in FINISH_REASONS:
+                raise AssertionError(f"{where}: finish_reason {fr!r} not in {sorted(FINISH_REASONS)}")
             if strict:
                 need(not self.finished, f"{where}: second finish_reason")
             self.finished = True

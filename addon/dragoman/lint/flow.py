@@ -15,9 +15,10 @@ from dragoman.lint.live import check_body
 
 MODES = ("off", "log", "strict")
 #: bytes gathered before a side is checked: the upstream's always, ours in ``log`` mode (``strict`` checks
-#: our output before it leaves). The cheap path (``replay``) takes a run of alike deltas in a few C calls,
-#: so a batch of events costs little more than one; a violation is still reported with its event index.
-BATCH = 1 << 15
+#: our output before it leaves). The cheap path (``replay``) takes a run of alike deltas in a few C calls
+#: for the whole run, so the bigger the batch, the less each event costs; a violation is still reported
+#: with its event index.
+BATCH = 1 << 17
 #: dragoman.protocols.Protocol values -> lint protocol names
 PROTOCOL_NAMES = {"anthropic": "anthropic", "openai-chat": "chat", "openai-responses": "responses", "gemini": "gemini"}
 
@@ -47,54 +48,106 @@ class FlowLint:
         self.reports: list[dict[str, Any]] = []
         #: strict mode cut our stream after a violation: nothing more is sent
         self.muted = False
+        #: each side's bytes gathered since the last check, and their total size
         self._up: list[bytes] = []
-        self._up_n = 0
         self._out: list[bytes] = []
-        self._out_n = 0
+        self._size = 0
+        #: ``feed``'s steps since the last check (upstream, ours, upstream, ...)
+        self._steps: list[bytes] = []
+
+    def feed(self, upstream: bytes, out: bytes) -> list[dict[str, Any]] | None:
+        """One step of a ``log`` mode stream (not its end): the upstream bytes and our output, gathered
+        (two appends and a sum: the hot path) and both sides checked once they hold ``BATCH`` bytes.
+        -> the new reports, or None."""
+        steps = self._steps
+        steps.append(upstream)
+        steps.append(out)
+        self._size += len(upstream) + len(out)
+        if self._size < BATCH:
+            return None
+        new = []
+        if self.theirs is not None:
+            ups = steps[0::2]
+            if self._up:
+                ups[:0] = self._up
+                self._up.clear()
+            new.append(self._check(False, ups, False))
+        if self.ours is not None:
+            outs = steps[1::2]
+            if self._out:
+                outs[:0] = self._out
+                self._out.clear()
+            new.append(self._check(True, outs, False))
+        steps.clear()
+        self._up.clear()
+        self._out.clear()
+        self._size = 0
+        return [r for r in new if r is not None] or None
+
+    def _drain(self) -> None:
+        """``feed``'s steps to each side's pending bytes."""
+        steps = self._steps
+        if steps:
+            self._up += steps[0::2]
+            self._out += steps[1::2]
+            steps.clear()
+        self._size = 0
 
     def feed_upstream(self, data: bytes, final: bool = False) -> dict[str, Any] | None:
         """Upstream bytes as received (b"" / ``final``: the end). -> a new report, or None."""
+        if self._steps:
+            self._drain()
         if self.theirs is None or not (data or final):
             return None
-        if data:
-            self._up.append(data)
-            self._up_n += len(data)
-            if self._up_n < BATCH and not final:
-                return None
-        if self._up:
-            data = b"".join(self._up) if len(self._up) > 1 else self._up[0]
-            self._up.clear()
-            self._up_n = 0
-        v = self.theirs.feed(data) if data else None
-        if v is None and final:
-            v = self.theirs.close()
-        if v is not None or final:
-            self.theirs = None
-        return self._report("upstream", self.upstream, v)
+        self._up.append(data)
+        self._size += len(data)
+        if self._size < BATCH and not final:
+            return None
+        self._size = 0
+        return self._check_upstream(final)
 
     def feed_ours(self, out: bytes, final: bool = False) -> dict[str, Any] | None:
         """Our output bytes as they leave (``final``: the last of them). -> a new report, or None."""
+        if self._steps:
+            self._drain()
         if self.ours is None or not (out or final):
             return None
-        if out and not self.strict:
-            self._out.append(out)
-            self._out_n += len(out)
-            if self._out_n < BATCH and not final:
+        self._out.append(out)
+        if not self.strict:
+            self._size += len(out)
+            if self._size < BATCH and not final:
                 return None
-        if self._out:
-            out = b"".join(self._out) if len(self._out) > 1 else self._out[0]
-            self._out.clear()
-            self._out_n = 0
-        v = self.ours.feed(out) if out else None
+            self._size = 0
+        return self._check_ours(final)
+
+    def _check_upstream(self, final: bool) -> dict[str, Any] | None:
+        chunks, self._up = self._up, []
+        return self._check(False, chunks, final)
+
+    def _check_ours(self, final: bool) -> dict[str, Any] | None:
+        chunks, self._out = self._out, []
+        return self._check(True, chunks, final)
+
+    def _check(self, ours: bool, chunks: list[bytes], final: bool) -> dict[str, Any] | None:
+        """One side's gathered chunks (empty ones are skipped) through its ``StreamLint``."""
+        lint = self.ours if ours else self.theirs
+        if lint is None:
+            return None
+        chunks = list(filter(None, chunks))
+        v = lint.feed_chunks(chunks) if chunks else None
         if v is None and final:
-            v = self.ours.close()
+            v = lint.close()
         if v is not None or final:
-            self.ours = None
-        return self._report("ours", self.client, v)
+            if ours:
+                self.ours = None
+            else:
+                self.theirs = None
+        return self._report("ours" if ours else "upstream", self.client if ours else self.upstream, v)
 
     def flush(self) -> list[dict[str, Any]]:
         """A stream cut off (the connection failed): check the bytes gathered so far (no end-of-stream
         rule: the stream did not end) -> the new reports."""
+        self._drain()
         new: list[dict[str, Any]] = []
         for side, lint, pending, protocol in (
             ("upstream", self.theirs, self._up, self.upstream),
@@ -106,7 +159,7 @@ class FlowLint:
                 rep = self._report(side, protocol, lint.feed(data))
                 if rep is not None:
                     new.append(rep)
-        self._up_n = self._out_n = 0
+        self._size = 0
         self.theirs = self.ours = None
         return new
 

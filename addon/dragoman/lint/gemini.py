@@ -118,7 +118,8 @@ class _Acc:
     def part(self, p: Any, where: str) -> None:
         need(isinstance(p, dict), f"{where}: a part must be an object")
         data = [k for k in p if k in PART_DATA]
-        need(len(data) == 1, f"{where}: a part holds exactly one of {sorted(PART_DATA)}, got {sorted(p)}")
+        if len(data) != 1:
+            raise AssertionError(f"{where}: a part holds exactly one of {sorted(PART_DATA)}, got {sorted(p)}")
         if "thoughtSignature" in p:
             need(isinstance(p["thoughtSignature"], str) and p["thoughtSignature"], f"{where}: bad thoughtSignature")
             self.s.signatures.append(p["thoughtSignature"])

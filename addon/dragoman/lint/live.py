@@ -7,9 +7,12 @@ protocol's incremental checker (``<protocol>.stream_checker``). The first violat
 ``check_body`` does the same for a whole JSON body. ``strict=False`` applies the tolerant grammar
 meant for real provider output (upstream streams).
 
-The cheap path (``lint.replay``): complete frames are cut at their blank lines as bytes; a frame that is
-the last fully checked delta again with new values (its ``Template``) is accepted without a parse; any
-other frame, or any stream with CR line ends, goes through the line-by-line framing and the full check.
+The cheap path (``lint.replay``): complete frames are cut at their blank lines as bytes, or taken as the
+chunks they came in (``feed_chunks``: a translator's output and most upstreams' reads hold one whole event
+each); a run of frames that are a fully checked delta again with new values (its ``Template``) is accepted
+in a few C-level calls for the whole run, without a parse per frame; any other frame goes through the full
+check (the usual ``event:``/``data:`` shape read directly, anything else, or any stream with CR line ends,
+through the line-by-line framing).
 """
 
 from __future__ import annotations
@@ -29,7 +32,6 @@ from dragoman.lint import responses
 from dragoman.lint.jsonarray import ArraySplitter
 from dragoman.lint.replay import Template
 from dragoman.lint.replay import learn
-from dragoman.lint.replay import run_mixed
 from dragoman.lint.sse import Frame
 
 _LINES = re.compile(r"\r\n|\r|\n")
@@ -89,7 +91,6 @@ class StreamLint:
         self._hot: Any = None  # what the checker said of the frame just sent (``replay.Hot``)
         #: the templates of the last deltas checked (``replay``), most recent first; any other event clears them
         self._tpls: list[Template] = []
-        self._pos = 0
         self._array = ArraySplitter() if array else None
         self._mixed = False  # bytes went to the line-by-line framing outside frame boundaries
 
@@ -115,56 +116,109 @@ class StreamLint:
                 return self._feed_lines(chunk)
             self._buf = chunk
             return None
-        end = cut + 2
-        if end < len(chunk):
-            self._buf = chunk[end:]
-        pos = 0
-        while pos < end:
-            if self._tpls and self._replay(chunk, pos, end):
-                pos = self._pos
-                continue
-            nxt = chunk.find(b"\n\n", pos) + 2
-            raw = chunk[pos : nxt - 2]
-            pos = nxt
-            n, self._hot = self._frames, None
-            v = self._feed_lines(raw + b"\n\n")
+        if cut + 2 < len(chunk):
+            self._buf = chunk[cut + 2 :]
+        return self._frames_of(chunk[:cut].split(b"\n\n"))
+
+    def feed_chunks(self, chunks: list[bytes]) -> Violation | None:
+        """``feed`` of each chunk in turn; a run of chunks that each hold one whole frame of a template is
+        taken at once (what a translator's output and most upstreams' reads are: one event per chunk)."""
+        if self._checker is None:
+            return None
+        if self._array is not None:
+            return self._feed_array(b"".join(chunks))
+        i, n = 0, len(chunks)
+        while i < n:
+            if self._tpls and not self._buf and not self._mixed:
+                got = self._replay(chunks, i, True)
+                if got:
+                    i += got
+                    continue
+            v = self.feed(chunks[i])
+            i += 1
+            if self._checker is None:
+                return v
+        return None
+
+    def _frames_of(self, frames: list[bytes]) -> Violation | None:
+        """Complete frames (without their blank line), through the templates or the full check."""
+        i, n = 0, len(frames)
+        while i < n:
+            if self._tpls:
+                got = self._replay(frames, i, False)
+                if got:
+                    i += got
+                    continue
+            raw = frames[i]
+            i += 1
+            frames_before, self._hot = self._frames, None
+            frame = self._frame(raw)
+            if frame is not None:
+                self._frames += 1
+                v = self.violation if self._send(frame) else None
+            else:
+                v = self._feed_lines(raw + b"\n\n")
             if self._checker is None:  # a violation, or the checker's end ([DONE])
                 return v
-            if self._frames != n:  # a frame was checked (not a comment)
+            if self._frames != frames_before:  # a frame was checked (not a comment)
                 self._learn(raw)
         return None
 
-    def _replay(self, chunk: bytes, pos: int, end: int) -> bool:
-        """The frames from ``pos`` that the templates take (``self._pos``: where they end)."""
+    def _frame(self, raw: bytes) -> Frame | None:
+        """A whole frame of the usual shape (``data: X``, or ``event: E`` then ``data: X``; LF only, valid
+        UTF-8) read without the line-by-line framing (same result), or None: anything else takes it."""
+        if self._pending or self._decoder.getstate()[0]:
+            return None
+        nl = raw.find(b"\n")
+        try:
+            if nl < 0:
+                if raw[:6] == b"data: ":
+                    return Frame(None, raw[6:].decode(), self._frames)
+            elif raw[:7] == b"event: " and raw[nl + 1 : nl + 7] == b"data: " and raw.find(b"\n", nl + 1) < 0:
+                return Frame(raw[7:nl].decode(), raw[nl + 7 :].decode(), self._frames)
+        except UnicodeDecodeError:
+            pass
+        return None
+
+    def _replay(self, units: list[bytes], i: int, whole: bool) -> int:
+        """How many frames from ``units[i]`` a template takes (0: none)."""
         tpls = self._tpls
-        if len(tpls) > 1 and all(t.one is not None for t in tpls):
-            stop, count = run_mixed(tpls, chunk, pos, end)
-        else:
-            for i, tpl in enumerate(tpls):
-                stop, count = tpl.run(chunk, pos, end)
+        first = units[i]
+        for k, tpl in enumerate(tpls):
+            if first.startswith(tpl.head):
+                count = tpl.run(units, i, whole)
                 if count:
-                    if tpl.one is not None and len(tpls) > 1:  # interleaving templates get compiled too
-                        for t in tpls:
-                            if t.one is None and t.hits >= 2:
-                                t.compile()
-                    if i:
-                        tpls.insert(0, tpls.pop(i))
-                    break
-        if not count:
-            return False
-        self._frames += count
-        self._pos = stop
-        return True
+                    if k:
+                        tpls.insert(0, tpls.pop(k))
+                    self._frames += count
+                    return count
+        return 0
 
     def _learn(self, raw: bytes) -> None:
         """After a full check: a delta adds its template (the grammar state is as it was, plus its string),
-        any other event changes the state the templates were cut in, and clears them."""
+        or its key to the template of the same shape; any other event changes the state the templates were
+        cut in, and clears them."""
         hot = self._hot
         tpl = learn(raw, hot) if hot else None
         if tpl is None:
             self._tpls = []
-        else:
-            self._tpls = [tpl, *self._tpls[: _TEMPLATES - 1]]
+            return
+        tpls = self._tpls
+        if tpl.src is not None:  # the event extends an open call: the same event for another call is one template
+            paths = [path for path, _, _ in tpl.src[1]]
+            for k, old in enumerate(tpls):
+                if old.is_keyed:
+                    keyed: Template | None = old
+                elif old.src is not None and [path for path, _, _ in old.src[1]] == paths:
+                    keyed = old.keyed()
+                else:
+                    continue
+                new = tpl.keyed()
+                if keyed is not None and new is not None and keyed.merge(new):
+                    tpls.pop(k)
+                    tpls.insert(0, keyed)
+                    return
+        self._tpls = [tpl, *tpls[: _TEMPLATES - 1]]
 
     def _feed_array(self, chunk: bytes) -> Violation | None:
         assert self._array is not None

@@ -32,6 +32,7 @@ from dragoman.lint import need
 from dragoman.lint import parse_json_object
 from dragoman.lint import run_stream
 from dragoman.lint import search
+from dragoman.lint.replay import KEY
 from dragoman.lint.responses_items import HOSTED_PREFIXES
 from dragoman.lint.responses_items import ITEM_EVENTS
 from dragoman.lint.responses_items import Item
@@ -81,7 +82,8 @@ def validate_error_body(body: bytes | str | dict, *, strict: bool = True) -> dic
 
 
 def _check_usage(u: Any, where: str) -> None:
-    need(isinstance(u, dict), f"{where}: usage must be an object, got {u!r}")
+    if not isinstance(u, dict):  # (the messages are formatted only for a violation: these events are large)
+        raise AssertionError(f"{where}: usage must be an object, got {u!r}")
     for k in ("input_tokens", "output_tokens", "total_tokens"):
         need(is_int(u.get(k)), f"{where}: usage.{k} must be an int, got {u.get(k)!r}")
     need(u["total_tokens"] == u["input_tokens"] + u["output_tokens"], f"{where}: usage.total_tokens != input + output")
@@ -91,7 +93,8 @@ def _check_response(r: Any, where: str, status: set[str]) -> dict[str, Any]:
     need(isinstance(r, dict), f"{where}: response must be an object")
     need(isinstance(r.get("id"), str) and r["id"], f"{where}: response.id must be a non-empty string")
     need(r.get("object") == "response", f"{where}: response.object must be 'response', got {r.get('object')!r}")
-    need(r.get("status") in status, f"{where}: response.status {r.get('status')!r} not in {sorted(status)}")
+    if r.get("status") not in status:
+        raise AssertionError(f"{where}: response.status {r.get('status')!r} not in {sorted(status)}")
     need(isinstance(r.get("output"), list), f"{where}: response.output must be a list")
     need(isinstance(r.get("model"), str), f"{where}: response.model must be a string")
     need(is_int(r.get("created_at")), f"{where}: response.created_at must be an int")
@@ -151,7 +154,9 @@ class _Stream:
         return None
 
     def hot(self, obj: dict[str, Any], apply: Any, counted: bool) -> Any:
-        slots: list[Any] = [(("delta",), obj["delta"], apply)]
+        slots: list[Any] = [(("delta",), obj["delta"], apply), (("item_id",), obj["item_id"], KEY)]
+        if is_int(obj.get("output_index")):
+            slots.append((("output_index",), obj["output_index"], KEY))
         if counted:
             slots.append((("sequence_number",), obj["sequence_number"], self))
         if type(obj.get("obfuscation")) is str:
@@ -209,10 +214,10 @@ class _Stream:
         if not strict:  # OpenRouter gives the terminal object's items fresh "*_tmp_*" ids
             for o in got + want:
                 o.pop("id")
-        need(
-            got == want,
-            f"{where}: response.output differs from the items as done:\n{json.dumps(got)[:600]}\nvs\n{json.dumps(want)[:600]}",
-        )
+        if got != want:  # (the message is formatted only for a violation: the output is the whole answer)
+            raise AssertionError(
+                f"{where}: response.output differs from the items as done:\n{json.dumps(got)[:600]}\nvs\n{json.dumps(want)[:600]}"
+            )
         for i, it in enumerate(r["output"]):
             collect_item(s, it, f"{where} output[{i}]", strict)
         if status == "completed":

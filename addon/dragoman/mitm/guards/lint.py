@@ -45,6 +45,12 @@ def on_stream(flow_id: str, state: FlowState, upstream: bytes, out: bytes, final
     """One step of a stream: lint the upstream bytes and our output; -> the output to send. In strict
     mode a violation in our output appends an error event and mutes the rest of the stream."""
     lint: FlowLint = state.lint
+    if not lint.strict and not final:  # log mode: both sides gathered, checked per batch
+        found = lint.feed(upstream, out)
+        if found is not None:
+            for each in found:
+                _log(flow_id, each)
+        return out
     if lint.muted:
         return b""
     _log(flow_id, lint.feed_upstream(upstream, final))
