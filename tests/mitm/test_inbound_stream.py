@@ -1,4 +1,4 @@
-"""The stream callable (``dragoman.mitm.inbound.stream_callable``): which one a flow gets, and that the plain
+"""The stream callable (``dragoman.mitm.sc.stream_callable``): which one a flow gets, and that the plain
 one (a translated stream with nothing beside the translator) gives the client the same bytes as the general
 one for every split of the upstream's bytes, keys masked, the idle watchdog's clock kept."""
 
@@ -10,7 +10,7 @@ import pytest
 from mitmproxy.test import taddons
 
 from conftest import chunkings
-from dragoman.mitm import inbound
+from dragoman.mitm import inbound as sc
 from dragoman.mitm.faults import IdleWatchdog
 from dragoman.mitm.keymask import MASK
 from dragoman.mitm.keymask import KeyMask
@@ -93,7 +93,7 @@ def test_the_plain_callable_gives_the_general_ones_bytes(tctx, addon, name, piec
     plain = start_stream(tctx, addon, dragoman_api_key=KEY)
     other = start_stream(tctx, addon, dragoman_api_key=KEY)
     state = addon.flows.get(other.id)
-    general = inbound._general_callable(other.id, state, addon.keys.stream())
+    general = sc._general_callable(other.id, state, addon.keys.stream())
     out = feed_all(plain.response.stream, [*pieces, b""])
     assert out == feed_all(general, [*pieces, b""])
     assert KEY.encode() not in out and out.count(MASK) == 2  # whole in a delta, and in the tool arguments
@@ -105,7 +105,7 @@ def test_the_plain_callable_keeps_the_idle_watchdogs_clock(tctx, addon):
     f = start_stream(tctx, addon)
     state = addon.flows.get(f.id)
     state.watchdog = IdleWatchdog(f, 60)  # not started: no event loop here
-    f.response.stream = inbound.stream_callable(f.id, state, addon.keys)
+    f.response.stream = sc.stream_callable(f.id, state, addon.keys)
     state.watchdog.last = 0.0
     f.response.stream(chat_chunk({"role": "assistant", "content": "hi"}))
     assert state.watchdog.last > 0.0 and state.started
@@ -129,12 +129,12 @@ def test_the_plain_callable_masks_a_key_split_across_its_output(tctx, addon, key
     f = start_stream(tctx, addon)
     state = addon.flows.get(f.id)
     masker = KeyMask(keys).stream()
-    general = inbound._general_callable(f.id, state, masker)
+    general = sc._general_callable(f.id, state, masker)
     translator, state.translator = (
         state.translator,
         Pieces([b"a " + KEY[:10].encode(), b"", KEY[10:].encode() + b" b", b"x sk-", b"y\n\n"]),
     )
-    fn = inbound._plain_callable(f.id, state, masker, general)  # takes the stand-in's feed
+    fn = sc._plain_callable(f.id, state, masker, general)  # takes the stand-in's feed
     state.translator = translator
     out = bytearray()
     for chunk in (b"1", b"2", b"3", b"4", b"5"):

@@ -1,5 +1,6 @@
-"""The answer's way back to the client: the stream callable, whole-body translation and the last error
-frame after an upstream fault. Called by the Translate addon's response hooks."""
+"""The answer's way back to the client: a stream's set-up (translator, framing headers), the stream callable
+mitmproxy calls per chunk, and whole-body translation (the answers after an upstream fault are in ``faults``).
+Called by the Translate addon's response hooks."""
 
 from __future__ import annotations
 
@@ -19,8 +20,6 @@ from dragoman.inspect.assemble import assemble
 from dragoman.ir.common import ErrorInfo
 from dragoman.ir.common import ErrorKind
 from dragoman.logsafe import logsafe
-from dragoman.mitm.faults import deliver_error_answer
-from dragoman.mitm.faults import deliver_final_frame
 from dragoman.mitm.flowstate import FlowState
 from dragoman.mitm.guards import lint
 from dragoman.mitm.keymask import KeyMask
@@ -304,52 +303,6 @@ def _fail(translator: object, message: str, kind: ErrorKind, status: int) -> byt
         return translator.fail(ErrorInfo(kind=kind, message=message, status=status))  # type: ignore[attr-defined]
     except Exception:  # noqa: BLE001
         return b""
-
-
-def final_error_frame(flow: http.HTTPFlow, state: FlowState, message: str, timed_out: bool, idle_timeout: int) -> bool:
-    """The upstream died (or was closed for idling) mid-stream: finish the client's body with one error
-    event in its protocol where mitmproxy lets us (plain-HTTP/1.1 clients, see ``dragoman.mitm.faults``)."""
-    if timed_out:
-        info = ErrorInfo(
-            kind=ErrorKind.TIMEOUT,
-            message=f"upstream sent nothing for {idle_timeout} s (dragoman_idle_timeout); connection closed",
-            status=504,
-        )
-    else:
-        info = ErrorInfo(
-            kind=ErrorKind.API_ERROR, message=f"upstream connection failed mid-stream: {message}", status=502
-        )
-    try:
-        frame = state.translator.fail(info)
-    except Exception:  # noqa: BLE001
-        logger.exception("flow %s: encoding the final error frame failed", flow.id)
-        return False
-    if not frame or not deliver_final_frame(flow, frame):
-        return False  # pass-through (no frame of our own) or a client connection we cannot write to
-    state.sent += len(frame)
-    logger.warning(
-        "flow %s: %s after %d bytes to the client; ended the client's stream with an error event",
-        flow.id,
-        "idle timeout" if timed_out else f"connection failed mid-stream ({logsafe(message)})",
-        state.sent,
-    )
-    return True
-
-
-def error_answer(flow: http.HTTPFlow, state: FlowState, message: str) -> bool:
-    """The upstream failed before any answer reached the client (refused, reset, dropped mid-body of a
-    whole answer) on the direct path: answer a 502 with a JSON error in the client's protocol where mitmproxy
-    lets us (a plain-HTTP/1.1 client, see ``dragoman.mitm.faults``), instead of mitmproxy's HTML page."""
-    info = ErrorInfo(kind=ErrorKind.API_ERROR, message=f"upstream connection failed: {message}", status=502)
-    try:
-        body = error_body(info, state.plan.client)
-    except Exception:  # noqa: BLE001
-        logger.exception("flow %s: encoding the error answer failed", flow.id)
-        return False
-    if not deliver_error_answer(flow, 502, body):
-        return False
-    logger.warning("flow %s: connection failed (%s); answered 502 with a JSON error", flow.id, logsafe(message))
-    return True
 
 
 def rename_back_whole(flow: http.HTTPFlow, state: FlowState) -> None:
