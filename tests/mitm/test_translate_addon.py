@@ -14,8 +14,8 @@ from mitmproxy.test import taddons
 from mitmproxy.test import tflow
 
 from dragoman import demo as fu
-from dragoman.mitm import inbound
 from dragoman.mitm.flowstate import METADATA_KEY
+from dragoman.mitm.inbound import stream_callable
 from dragoman.mitm.translate_addon import Translate
 from dragoman.mitm.translate_addon import join_endpoint
 from dragoman.mitm.translate_addon import parse_upstream
@@ -408,7 +408,7 @@ def test_stream_callable_survives_translator_crash(tctx, addon, monkeypatch):
             return b"event: error\ndata: {}\n\n"
 
     state.translator = Boom()
-    fn = inbound.stream_callable(f.id, state)
+    fn = stream_callable(f.id, state)
     assert fn(b"data: x\n\n") == b"event: error\ndata: {}\n\n"
     assert fn(b"") == b"event: error\ndata: {}\n\n"
 

@@ -11,6 +11,7 @@ from dragoman.errors import UpstreamProtocolError
 from dragoman.ir.common import ErrorInfo
 from dragoman.ir.common import ErrorKind
 from dragoman.ir.common import StopReason
+from dragoman.ir.common import Usage
 from dragoman.ir.events import BlockKind
 from dragoman.ir.events import BlockStart
 from dragoman.ir.events import BlockStop
@@ -19,8 +20,11 @@ from dragoman.ir.events import MessageStart
 from dragoman.ir.events import MessageStop
 from dragoman.ir.events import StreamError
 from dragoman.ir.events import TextDelta
+from dragoman.protocols import Protocol
+from dragoman.protocols.base import Context
 from dragoman.protocols.base import StreamDecoder
 from dragoman.protocols.base import StreamEncoder
+from dragoman.protocols.registry import get_codec
 from dragoman.translate.stream import PassThrough
 from dragoman.translate.stream import Phase
 from dragoman.translate.stream import StreamTranslator
@@ -217,3 +221,66 @@ def test_passthrough():
     assert p.feed(b"abc") == b"abc"
     assert p.fail(ErrorInfo(ErrorKind.API_ERROR, "x")) == b""
     assert p.close() == b"" and p.phase is Phase.CLOSED
+
+
+# -- usage: what the upstream's events reported, kept by the translator (the usage ledger reads it)
+
+CHAT_USAGE = (
+    b'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,'
+    b'"delta":{"role":"assistant","content":"hi"},"finish_reason":null}]}\n\n'
+    b'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,'
+    b'"delta":{"content":" there"},"finish_reason":"stop"}]}\n\n'
+    b'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[],'
+    b'"usage":{"prompt_tokens":11,"completion_tokens":7,"total_tokens":18,'
+    b'"prompt_tokens_details":{"cached_tokens":4}}}\n\n'
+    b"data: [DONE]\n\n"
+)
+ANTHROPIC_USAGE = (
+    b'event: message_start\ndata: {"type":"message_start","message":{"id":"m","type":"message","role":"assistant",'
+    b'"model":"m","content":[],"stop_reason":null,"usage":{"input_tokens":11,"cache_read_input_tokens":4,'
+    b'"output_tokens":1}}}\n\n'
+    b'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"text",'
+    b'"text":""}}\n\n'
+    b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta",'
+    b'"text":"hi"}}\n\n'
+    b'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n'
+    b'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},'
+    b'"usage":{"output_tokens":7}}\n\n'
+    b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
+)
+
+
+@pytest.mark.parametrize(
+    "upstream, client, body, input_tokens",
+    [
+        ("openai-chat", "anthropic", CHAT_USAGE, 11),
+        # the IR's input count holds the cached tokens; Anthropic's ``input_tokens`` does not (11 + 4)
+        ("anthropic", "openai-chat", ANTHROPIC_USAGE, 15),
+        ("anthropic", "openai-responses", ANTHROPIC_USAGE, 15),
+    ],
+)
+def test_the_translator_keeps_the_upstreams_usage_every_chunking(upstream, client, body, input_tokens):
+    for _label, pieces in chunkings(body, seeds=3):
+        ctx = Context()
+        t = StreamTranslator(
+            get_codec(Protocol(upstream)).stream_decoder(ctx), get_codec(Protocol(client)).stream_encoder(ctx)
+        )
+        assert t.usage is None
+        run_stream(t, pieces)
+        assert t.usage == Usage(input_tokens=input_tokens, output_tokens=7, cache_read_tokens=4)
+
+
+class UsageDecoder(FakeDecoder):
+    """``data: u:<n>``: a lone ``MessageDelta`` with ``n`` output tokens, mid-stream (the hot path's shape)."""
+
+    def feed(self, ev):
+        if ev.data.startswith("u:"):
+            return [MessageDelta(None, Usage(output_tokens=int(ev.data[2:])))]
+        return super().feed(ev)
+
+
+def test_a_lone_usage_event_mid_stream_is_kept():
+    t = StreamTranslator(UsageDecoder(), FakeEncoder())
+    out = run_stream(t, [b"data: start\n\n", b"data: t:a\n\n", b"data: u:3\n\n", b"data: u:5\n\n", b"data: end\n\n"])
+    assert out.count(b"MessageDelta;") == 3
+    assert t.usage == Usage(output_tokens=5)

@@ -52,7 +52,8 @@ class FlowState:
     sent_request: Any = None
     #: the client key's name (client keys configured), never the key
     client_name: str = ""
-    #: reads usage off a streamed answer for the ledger (``UsageTap`` or ``PassThroughUsage``)
+    #: reads usage off a streamed answer for the ledger: its ``usage`` (the ``StreamTranslator`` itself, or a
+    #: ``PassThroughUsage`` beside a stream that passes untouched)
     usage_tap: Any = None
     #: the usage of a whole (non-streamed) answer
     whole_usage: Any = None

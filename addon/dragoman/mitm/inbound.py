@@ -1,9 +1,11 @@
-"""The answer's way back to the client: the stream callable, whole-body translation and the last error
-frame after an upstream fault. Called by the Translate addon's response hooks."""
+"""The answer's way back to the client: a stream's set-up (translator, framing headers), the stream callable
+mitmproxy calls per chunk, and whole-body translation (the answers after an upstream fault are in ``faults``).
+Called by the Translate addon's response hooks."""
 
 from __future__ import annotations
 
 import logging
+import time
 import zlib
 from collections.abc import Callable
 
@@ -18,11 +20,11 @@ from dragoman.inspect.assemble import assemble
 from dragoman.ir.common import ErrorInfo
 from dragoman.ir.common import ErrorKind
 from dragoman.logsafe import logsafe
-from dragoman.mitm.faults import deliver_error_answer
-from dragoman.mitm.faults import deliver_final_frame
 from dragoman.mitm.flowstate import FlowState
 from dragoman.mitm.guards import lint
 from dragoman.mitm.keymask import KeyMask
+from dragoman.mitm.keymask import StreamMask
+from dragoman.mitm.outbound import edit_headers
 from dragoman.mitm.relay import headers as hdr
 from dragoman.protocols import Protocol
 from dragoman.protocols.gemini.request_decode import ARRAY
@@ -36,7 +38,6 @@ from dragoman.translate.response import translate_response_usage
 from dragoman.translate.stream import PassThrough
 from dragoman.translate.stream import StreamTranslator
 from dragoman.translate.usage import PassThroughUsage
-from dragoman.translate.usage import UsageTap
 
 logger = logging.getLogger(__name__)
 
@@ -48,32 +49,52 @@ SSE_HEADERS = (("content-type", SSE_CT), ("cache-control", "no-cache"), ("x-acce
 #: the request id header each client protocol's SDK reads (``_request_id``): Anthropic's ``request-id``,
 #: OpenAI's ``x-request-id``; both names are looked for in the upstream's answer
 REQUEST_ID_HEADERS = ("request-id", "x-request-id")
-_REQUEST_ID_BYTES = tuple(n.encode() for n in REQUEST_ID_HEADERS)
 #: a whole translated answer's framing: its encoding is gone, its length set anew
 _WHOLE_DROP = frozenset({b"content-encoding", b"transfer-encoding"})
 
 
-def stream_headers(resp: http.Response, translated: bool = True) -> None:
+#: the framing headers a translated stream replaces (``stream_headers``); with ``transfer-encoding`` for HTTP/1
+_REFRAMED = frozenset((b"content-length", b"content-encoding", b"content-type", b"cache-control", b"x-accel-buffering"))
+_REFRAMED_CHUNKED = _REFRAMED | {b"transfer-encoding"}
+_SSE_HEADERS_RAW = tuple((k.encode(), v.encode()) for k, v in SSE_HEADERS[1:])
+_REQUEST_ID_RAW = tuple(name.encode() for name in REQUEST_ID_HEADERS)
+
+
+def stream_headers(
+    resp: http.Response, translated: bool = True, content_type: str = SSE_CT, chunked: bool = False
+) -> None:
     """The framing of a stream to the client: its content type, no caching, no buffering by a proxy in front
-    (``x-accel-buffering: no``); a translated body has neither the upstream's length nor its encoding. A
-    pass-through stream (same protocol both sides) keeps the upstream's headers and gains only
-    ``x-accel-buffering: no``."""
+    (``x-accel-buffering: no``); a translated body has neither the upstream's length nor its encoding
+    (``chunked``: and is sent chunked, HTTP/1). A pass-through stream (same protocol both sides) keeps the
+    upstream's headers and gains only ``x-accel-buffering: no``. One pass over the headers."""
     if not translated:
         resp.headers["x-accel-buffering"] = "no"
         return
-    resp.headers.pop("content-length", None)
-    resp.headers.pop("content-encoding", None)
-    for name, value in SSE_HEADERS:
-        resp.headers[name] = value
+    add = ((b"content-type", content_type.encode()), *_SSE_HEADERS_RAW)
+    if chunked:
+        add += ((b"transfer-encoding", b"chunked"),)
+    edit_headers(resp.headers, _REFRAMED_CHUNKED if chunked else _REFRAMED, add)
 
 
 def upstream_request_id(resp: http.Response) -> str | None:
     """The id the upstream gave this answer (``request-id`` or ``x-request-id``), if any."""
-    for name in _REQUEST_ID_BYTES:
-        value = (hdr.get(resp.headers, name, "") or "").strip()
-        if value:
-            return value
-    return None
+    return _request_ids(resp)[0]
+
+
+def _request_ids(resp: http.Response) -> tuple[str | None, set[bytes]]:
+    """The upstream's request id (``request-id`` first, then ``x-request-id``; several values joined as
+    mitmproxy's ``headers[name]`` does) and which of the two names it sent: one pass over the headers."""
+    found: dict[bytes, list[bytes]] = {}
+    for name, value in resp.headers.fields:
+        low = name.lower()
+        if low in _REQUEST_ID_RAW:
+            found.setdefault(low, []).append(value)
+    for name in _REQUEST_ID_RAW:
+        if name in found:
+            rid = b", ".join(found[name]).decode("utf-8", "surrogateescape").strip()
+            if rid:
+                return rid, set(found)
+    return None, set(found)
 
 
 def request_id_puts(resp: http.Response, state: FlowState) -> list[tuple[bytes, str]]:
@@ -82,12 +103,12 @@ def request_id_puts(resp: http.Response, state: FlowState) -> list[tuple[bytes, 
     if state.request_id_read:
         return []
     state.request_id_read = True
-    rid = upstream_request_id(resp)
+    rid, present = _request_ids(resp)
     if rid is None:
         return []
     state.request_id = rid
     name = b"request-id" if state.plan.client is Protocol.ANTHROPIC_MESSAGES else b"x-request-id"
-    return [] if hdr.has(resp.headers, name) else [(name, rid)]
+    return [] if name in present else [(name, rid)]
 
 
 def carry_request_id(resp: http.Response, state: FlowState) -> None:
@@ -129,18 +150,15 @@ def install_stream(
         logger.info("flow %s: upstream SSE is %s-encoded; translating after the body is complete", flow.id, encoding)
         return False
     decoder = get_codec(plan.upstream).stream_decoder(state.ctx)
-    if track_usage:
-        decoder = state.usage_tap = UsageTap(decoder)
     if keep_answer:  # ``dragoman_keep_answer``: the mitmweb view's two sides of a streamed flow
         decoder = state.answer_tap = AnswerTap(decoder, plan.upstream.value)
         state.client_tap = BytesTap(plan.client, array=client_stream_type(state) == JSON_CT)
     state.translator = StreamTranslator(
         decoder, get_codec(plan.client).stream_encoder(state.ctx), max_event, state.ctx.dropped
     )
-    stream_headers(resp)
-    resp.headers["content-type"] = client_stream_type(state)
-    if resp.http_version.startswith("HTTP/1"):
-        resp.headers["transfer-encoding"] = "chunked"
+    if track_usage:  # the translator keeps the usage its upstream events carried (``StreamTranslator.usage``)
+        state.usage_tap = state.translator
+    stream_headers(resp, content_type=client_stream_type(state), chunked=resp.http_version.startswith("HTTP/1"))
     return True
 
 
@@ -159,9 +177,72 @@ def client_stream_type(state: FlowState) -> str:
 def stream_callable(
     flow_id: str, state: FlowState, keys: KeyMask | None = None
 ) -> Callable[[bytes], bytes | list[bytes]]:
+    """mitmproxy's stream callable for a flow whose translator is installed (``install_stream``). Never raises,
+    never returns ``b""`` for a data chunk (that would end the client's body). What the flow needs is decided
+    here, once: a translated stream with nothing beside the translator (no decompression, tool renaming,
+    recording of a Responses answer, lint or view tap: the usual case) gets ``_plain_callable``, which does per
+    chunk only the translation, the idle watchdog's clock and key masking; anything else the general one."""
+    masker = keys.stream() if keys else None
+    general = _general_callable(flow_id, state, masker)
+    if (
+        isinstance(state.translator, StreamTranslator)
+        and state.decompressor is None
+        and state.renamer is None
+        and state.ticket is None
+        and state.lint is None
+        and state.client_tap is None
+    ):
+        return _plain_callable(flow_id, state, masker, general)
+    return general
+
+
+def _plain_callable(
+    flow_id: str, state: FlowState, masker: StreamMask | None, general: Callable[[bytes], bytes | list[bytes]]
+) -> Callable[[bytes], bytes | list[bytes]]:
+    """``on_chunk`` of the general callable for a flow that needs nothing but the translation: the same bytes
+    out, less work per chunk (measured in mitmdump: bench/README.md, "Where the time goes"). The end of the
+    stream (``b""``) goes to ``general``, which shares the masker."""
+    feed = state.translator.feed
+    watchdog = state.watchdog
+    clock = time.monotonic
+    # one configured key (the usual case): a piece that neither holds it, nor ends in a byte a key can begin
+    # with, nor follows a held tail passes the masker unchanged (``StreamMask.feed``), so it is not called
+    secret = masker.keys.secrets[0] if masker is not None and len(masker.keys.secrets) == 1 else None
+    tail = masker.keys.tail_bytes if masker is not None else frozenset()
+
+    def on_chunk(data: bytes) -> bytes | list[bytes]:
+        if not data:
+            return general(data)
+        try:
+            if watchdog is not None:
+                watchdog.last = clock()
+            state.started = True
+            out = feed(data)
+        except Exception as e:  # noqa: BLE001 - an exception here kills the client connection
+            logger.exception("flow %s: stream callable failed", flow_id)
+            out = _fail(state.translator, f"Dragoman stream failure: {type(e).__name__}", ErrorKind.API_ERROR, 500)
+        if not out:
+            if masker is not None and masker.held:
+                out = masker.feed(out)
+                if out:
+                    state.sent += len(out)
+                    return out
+            return []
+        if masker is not None and (secret is None or secret in out or masker.held or out[-1] in tail):
+            out = masker.feed(out)
+            if not out:
+                return []
+        state.sent += len(out)
+        return out
+
+    return on_chunk
+
+
+def _general_callable(
+    flow_id: str, state: FlowState, masker: StreamMask | None
+) -> Callable[[bytes], bytes | list[bytes]]:
     translator = state.translator
     beside = state.usage_tap if isinstance(state.usage_tap, PassThroughUsage) else None
-    masker = keys.stream() if keys else None
     ticket = state.ticket
     renamer = state.renamer
 
@@ -234,52 +315,6 @@ def _fail(translator: object, message: str, kind: ErrorKind, status: int) -> byt
         return translator.fail(ErrorInfo(kind=kind, message=message, status=status))  # type: ignore[attr-defined]
     except Exception:  # noqa: BLE001
         return b""
-
-
-def final_error_frame(flow: http.HTTPFlow, state: FlowState, message: str, timed_out: bool, idle_timeout: int) -> bool:
-    """The upstream died (or was closed for idling) mid-stream: finish the client's body with one error
-    event in its protocol where mitmproxy lets us (plain-HTTP/1.1 clients, see ``dragoman.mitm.faults``)."""
-    if timed_out:
-        info = ErrorInfo(
-            kind=ErrorKind.TIMEOUT,
-            message=f"upstream sent nothing for {idle_timeout} s (dragoman_idle_timeout); connection closed",
-            status=504,
-        )
-    else:
-        info = ErrorInfo(
-            kind=ErrorKind.API_ERROR, message=f"upstream connection failed mid-stream: {message}", status=502
-        )
-    try:
-        frame = state.translator.fail(info)
-    except Exception:  # noqa: BLE001
-        logger.exception("flow %s: encoding the final error frame failed", flow.id)
-        return False
-    if not frame or not deliver_final_frame(flow, frame):
-        return False  # pass-through (no frame of our own) or a client connection we cannot write to
-    state.sent += len(frame)
-    logger.warning(
-        "flow %s: %s after %d bytes to the client; ended the client's stream with an error event",
-        flow.id,
-        "idle timeout" if timed_out else f"connection failed mid-stream ({logsafe(message)})",
-        state.sent,
-    )
-    return True
-
-
-def error_answer(flow: http.HTTPFlow, state: FlowState, message: str) -> bool:
-    """The upstream failed before any answer reached the client (refused, reset, dropped mid-body of a
-    whole answer) on the direct path: answer a 502 with a JSON error in the client's protocol where mitmproxy
-    lets us (a plain-HTTP/1.1 client, see ``dragoman.mitm.faults``), instead of mitmproxy's HTML page."""
-    info = ErrorInfo(kind=ErrorKind.API_ERROR, message=f"upstream connection failed: {message}", status=502)
-    try:
-        body = error_body(info, state.plan.client)
-    except Exception:  # noqa: BLE001
-        logger.exception("flow %s: encoding the error answer failed", flow.id)
-        return False
-    if not deliver_error_answer(flow, 502, body):
-        return False
-    logger.warning("flow %s: connection failed (%s); answered 502 with a JSON error", flow.id, logsafe(message))
-    return True
 
 
 def rename_back_whole(flow: http.HTTPFlow, state: FlowState) -> None:
@@ -355,9 +390,9 @@ def translate_whole(flow: http.HTTPFlow, state: FlowState, lossy_header: bytes =
         return
     resp.headers.pop("content-encoding", None)
     resp.headers.pop("transfer-encoding", None)
-    stream_headers(resp)
-    puts.append((b"content-type", client_stream_type(state)))
-    hdr.edit(resp.headers, put=puts)
+    stream_headers(resp, content_type=client_stream_type(state))
+    if puts:
+        hdr.edit(resp.headers, put=puts)
     resp.content = out
 
 
@@ -366,9 +401,9 @@ def mask_headers(resp: http.Response, keys: KeyMask) -> None:
     if not keys:
         return
     fields = resp.headers.fields
-    masked = tuple((name, keys.mask(value)) for name, value in fields)
-    if masked != fields:
-        resp.headers.fields = masked
+    every = b"\n".join(value for _, value in fields)  # one search per key over all the values (no key holds LF)
+    if any(secret in every for secret in keys.secrets):
+        resp.headers.fields = tuple((name, keys.mask(value)) for name, value in fields)
 
 
 def mask_whole(flow: http.HTTPFlow, keys: KeyMask) -> None:

@@ -27,6 +27,7 @@ from dragoman.errors import TranslationError
 from dragoman.ir.common import ErrorInfo
 from dragoman.ir.common import ErrorKind
 from dragoman.logsafe import logsafe
+from dragoman.mitm import faults
 from dragoman.mitm import hosts
 from dragoman.mitm import inbound
 from dragoman.mitm import outbound
@@ -345,14 +346,14 @@ class Translate(TranslateConfig):
         if state.watchdog is not None:
             timed_out = state.watchdog.timed_out
             state.watchdog.cancel()
-            if state.translator is not None and inbound.final_error_frame(
+            if state.translator is not None and faults.final_error_frame(
                 flow, state, message, timed_out, self.idle_timeout
             ):
                 flow.metadata[METADATA_KEY] = state.metadata()
                 inbound.log_dropped(flow, state)
                 self.usage.record(flow, state, flow.response.status_code if flow.response else 502, failed=True)
                 return
-        if state.translator is None and inbound.error_answer(flow, state, message):
+        if state.translator is None and faults.error_answer(flow, state, message):
             # nothing reached the client yet (refused, or dropped before a streamed body began): mitmproxy
             # would answer with its HTML page; the client got a JSON error in its protocol instead
             flow.metadata[METADATA_KEY] = state.metadata()

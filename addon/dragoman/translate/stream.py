@@ -12,6 +12,9 @@ unexpected exception, an external fault reported through ``fail``) becomes exact
 the client's protocol; after it the rest of the upstream bytes are drained (``feed`` returns ``b""``).
 No exception escapes ``feed``/``close``/``fail`` except ``TranslatorStateError`` for a feed after close.
 
+The usage the upstream's events carry (``MessageStart``, ``MessageDelta``) is kept in ``usage``, merged, for the
+usage ledger: those events never take the one-event hot path, so reading it costs nothing per delta.
+
 Keepalives cross over as they arrive: an upstream SSE comment (``: keepalive``, ``: OPENROUTER PROCESSING``)
 or a decoder's ``KEEPALIVE`` (an Anthropic ``ping``, a Responses ``keepalive``) becomes the client protocol's
 keepalive (``StreamEncoder.keepalive``) in the same output chunk. None is ever made up.
@@ -28,7 +31,11 @@ from dragoman.errors import TranslatorStateError
 from dragoman.errors import UpstreamProtocolError
 from dragoman.ir.common import ErrorInfo
 from dragoman.ir.common import ErrorKind
+from dragoman.ir.common import Usage
 from dragoman.ir.events import KEEPALIVE
+from dragoman.ir.events import Keepalive
+from dragoman.ir.events import MessageDelta
+from dragoman.ir.events import MessageStart
 from dragoman.ir.events import StreamError
 from dragoman.ir.events import StreamEvent
 from dragoman.ir.lossy import LossReport
@@ -56,10 +63,13 @@ class Phase(Enum):
 _ERROR = Phase.ERROR
 _DONE = Phase.DONE
 _STREAMING = Phase.STREAMING
+#: IR events the one-event hot path of ``feed`` leaves to the general loop: an error, a keepalive, and the
+#: events that carry usage (read there, see ``_take_usage``)
+_NOT_HOT = frozenset((StreamError, Keepalive, MessageStart, MessageDelta))
 
 
 class StreamTranslator:
-    __slots__ = ("phase", "_sse", "_dec", "_enc", "events_in", "error_info", "report")
+    __slots__ = ("phase", "_sse", "_dec", "_enc", "events_in", "error_info", "report", "usage")
 
     def __init__(
         self, decoder: StreamDecoder, encoder: StreamEncoder, max_event: int = 0, report: LossReport | None = None
@@ -76,6 +86,8 @@ class StreamTranslator:
         #: the error sent to the client, if any
         self.error_info: ErrorInfo | None = None
         self.report = report if report is not None else LossReport()
+        #: the usage the upstream's events reported so far (``MessageStart``, ``MessageDelta``), merged
+        self.usage: Usage | None = None
 
     @property
     def encoder(self) -> StreamEncoder:
@@ -95,7 +107,7 @@ class StreamTranslator:
             irs = dec.feed(sse)
             if len(irs) == 1:
                 ev = irs[0]
-                if type(ev) is not StreamError and ev is not KEEPALIVE:
+                if type(ev) not in _NOT_HOT:
                     chunk = self._enc.encode(ev)
                     if dec.done:
                         self.phase = _DONE
@@ -127,6 +139,8 @@ class StreamTranslator:
             return b""
         out: list[bytes] = []
         try:
+            if irs:
+                self._take_usage(irs)
             append = out.append
             encode = self._enc.encode
             dec = self._dec
@@ -143,7 +157,9 @@ class StreamTranslator:
                     append(self._enc.keepalive())
                     continue
                 self.events_in += 1
-                for ev in dec_feed(sse):
+                evs = dec_feed(sse)
+                self._take_usage(evs)
+                for ev in evs:
                     if type(ev) is StreamError:
                         append(self._to_error(ev.error))
                         return b"".join(out)
@@ -172,14 +188,18 @@ class StreamTranslator:
                 if sse is COMMENT:
                     continue  # the end of the stream: no keepalive owed
                 self.events_in += 1
-                for ev in self._dec.feed(sse):
+                evs = self._dec.feed(sse)
+                self._take_usage(evs)
+                for ev in evs:
                     if type(ev) is StreamError:
                         out += self._to_error(ev.error)
                         self.phase = Phase.CLOSED
                         return bytes(out)
                     if ev is not KEEPALIVE:
                         out += self._enc.encode(ev)
-            for ev in self._dec.close():
+            evs = self._dec.close()
+            self._take_usage(evs)
+            for ev in evs:
                 if type(ev) is StreamError:
                     out += self._to_error(ev.error)
                     self.phase = Phase.CLOSED
@@ -203,6 +223,13 @@ class StreamTranslator:
         return out
 
     # -- internals
+
+    def _take_usage(self, events: Sequence[StreamEvent]) -> None:
+        """Merge the usage of the ``MessageStart``/``MessageDelta`` among ``events`` (all the decoder gave)."""
+        for ev in events:
+            t = type(ev)
+            if (t is MessageDelta or t is MessageStart) and ev.usage is not None:  # type: ignore[union-attr]
+                self.usage = ev.usage if self.usage is None else self.usage.merged(ev.usage)  # type: ignore[union-attr]
 
     def _to_error(self, err: ErrorInfo) -> bytes:
         self.phase = Phase.ERROR

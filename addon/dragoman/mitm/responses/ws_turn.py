@@ -47,7 +47,6 @@ from dragoman.translate.response import translate_error
 from dragoman.translate.stream import PassThrough
 from dragoman.translate.stream import StreamTranslator
 from dragoman.translate.usage import PassThroughUsage
-from dragoman.translate.usage import UsageTap
 
 logger = logging.getLogger(__name__)
 
@@ -225,11 +224,12 @@ class Turn:
                 state.usage_tap = PassThroughUsage(plan.upstream, state.ctx, self.translate.max_sse_event)
             return PassThrough()
         decoder = get_codec(plan.upstream).stream_decoder(state.ctx)
-        if track:
-            decoder = state.usage_tap = UsageTap(decoder)
-        return StreamTranslator(
+        translator = StreamTranslator(
             decoder, get_codec(plan.client).stream_encoder(state.ctx), self.translate.max_sse_event, state.ctx.dropped
         )
+        if track:  # the translator keeps the usage its upstream events carried
+            state.usage_tap = translator
+        return translator
 
     async def _stream(self, state: FlowState, resp: Any) -> bool:
         """The answer, event by event; False when it ended in an error."""

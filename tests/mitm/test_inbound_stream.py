@@ -1,0 +1,154 @@
+"""The stream callable (``dragoman.mitm.sc.stream_callable``): which one a flow gets, and that the plain
+one (a translated stream with nothing beside the translator) gives the client the same bytes as the general
+one for every split of the upstream's bytes, keys masked, the idle watchdog's clock kept."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from mitmproxy.test import taddons
+
+from conftest import chunkings
+from dragoman.mitm import inbound as sc
+from dragoman.mitm.faults import IdleWatchdog
+from dragoman.mitm.keymask import MASK
+from dragoman.mitm.keymask import KeyMask
+from dragoman.mitm.translate_addon import Translate
+
+from .test_translate_addon import feed_all
+from .test_translate_addon import start_stream
+
+KEY = "sk-configured-SECRET-0123456789"
+
+
+@pytest.fixture
+def addon():
+    return Translate()
+
+
+@pytest.fixture
+def tctx(addon):
+    with taddons.context(addon) as tctx:
+        yield tctx
+
+
+def chat_chunk(delta: dict, finish: str | None = None) -> bytes:
+    obj = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "m",
+        "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+        "usage": None,
+        "obfuscation": "Zx9",
+    }
+    return b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n"
+
+
+#: a Chat stream that quotes the key: whole in one text delta, split across two, and in tool arguments
+CHAT_STREAM = b"".join(
+    [
+        chat_chunk({"role": "assistant", "content": ""}),
+        chat_chunk({"content": None, "reasoning_content": "think"}),
+        chat_chunk({"content": f"the key is {KEY}."}),
+        chat_chunk({"content": " half " + KEY[:12]}),
+        chat_chunk({"content": KEY[12:] + " \u00e9\n"}),
+        chat_chunk(
+            {"tool_calls": [{"index": 0, "id": "c1", "type": "function", "function": {"name": "f", "arguments": ""}}]}
+        ),
+        chat_chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"k": "' + KEY + '"}'}}]}),
+        chat_chunk({}, "tool_calls"),
+        b'data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[],'
+        b'"usage":{"prompt_tokens":11,"completion_tokens":7,"total_tokens":18}}\n\n',
+        b"data: [DONE]\n\n",
+    ]
+)
+
+
+def kind(fn) -> str:
+    return fn.__qualname__.split(".")[0]
+
+
+def test_a_translated_stream_gets_the_plain_callable(tctx, addon):
+    f = start_stream(tctx, addon, dragoman_api_key=KEY)
+    assert kind(f.response.stream) == "_plain_callable"
+
+
+@pytest.mark.parametrize(
+    "target, opts",
+    [
+        ("anthropic", {}),  # same protocol both sides: the bytes pass, usage read beside them
+        ("openai-chat", {"dragoman_lint": "log"}),  # the live lint sees every chunk
+        ("openai-chat", {"dragoman_keep_answer": True}),  # the view's client-side tap
+    ],
+)
+def test_a_stream_with_work_beside_the_translator_gets_the_general_callable(tctx, addon, target, opts):
+    f = start_stream(tctx, addon, target=target, **opts)
+    assert kind(f.response.stream) == "_general_callable"
+
+
+@pytest.mark.parametrize("name, pieces", chunkings(CHAT_STREAM, seeds=4))
+def test_the_plain_callable_gives_the_general_ones_bytes(tctx, addon, name, pieces):
+    plain = start_stream(tctx, addon, dragoman_api_key=KEY)
+    other = start_stream(tctx, addon, dragoman_api_key=KEY)
+    state = addon.flows.get(other.id)
+    general = sc._general_callable(other.id, state, addon.keys.stream())
+    out = feed_all(plain.response.stream, [*pieces, b""])
+    assert out == feed_all(general, [*pieces, b""])
+    assert KEY.encode() not in out and out.count(MASK) == 2  # whole in a delta, and in the tool arguments
+    assert b"message_stop" in out and b'"output_tokens":7' in out
+    assert addon.flows.get(plain.id).sent == len(out)
+
+
+def test_the_plain_callable_keeps_the_idle_watchdogs_clock(tctx, addon):
+    f = start_stream(tctx, addon)
+    state = addon.flows.get(f.id)
+    state.watchdog = IdleWatchdog(f, 60)  # not started: no event loop here
+    f.response.stream = sc.stream_callable(f.id, state, addon.keys)
+    state.watchdog.last = 0.0
+    f.response.stream(chat_chunk({"role": "assistant", "content": "hi"}))
+    assert state.watchdog.last > 0.0 and state.started
+
+
+class Pieces:
+    """A stand-in translator that answers each chunk with the next prepared piece."""
+
+    def __init__(self, pieces: list[bytes]) -> None:
+        self.pieces = iter(pieces)
+
+    def feed(self, data: bytes) -> bytes:
+        return next(self.pieces)
+
+    def close(self) -> bytes:
+        return b""
+
+
+@pytest.mark.parametrize("keys", [[KEY], [KEY, "sk-other-key-000000"]])
+def test_the_plain_callable_masks_a_key_split_across_its_output(tctx, addon, keys):
+    f = start_stream(tctx, addon)
+    state = addon.flows.get(f.id)
+    masker = KeyMask(keys).stream()
+    general = sc._general_callable(f.id, state, masker)
+    translator, state.translator = (
+        state.translator,
+        Pieces([b"a " + KEY[:10].encode(), b"", KEY[10:].encode() + b" b", b"x sk-", b"y\n\n"]),
+    )
+    fn = sc._plain_callable(f.id, state, masker, general)  # takes the stand-in's feed
+    state.translator = translator
+    out = bytearray()
+    for chunk in (b"1", b"2", b"3", b"4", b"5"):
+        r = fn(chunk)
+        assert r != b""
+        out += r if isinstance(r, bytes) else b"".join(r)
+    assert bytes(out) == b"a " + MASK + b" bx sk-y\n\n"
+
+
+def test_the_ledger_reads_the_usage_the_translated_stream_carried(tctx, addon, tmp_path):
+    f = start_stream(tctx, addon, dragoman_ledger=str(tmp_path / "usage.sqlite3"))
+    state = addon.flows.get(f.id)
+    assert state.usage_tap is state.translator  # no decoder wrapper per event
+    feed_all(f.response.stream, [CHAT_STREAM, b""])
+    usage = state.usage_tap.usage
+    assert (usage.input_tokens, usage.output_tokens) == (11, 7)
+    addon.usage.close()
