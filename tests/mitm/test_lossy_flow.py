@@ -143,3 +143,21 @@ def test_the_log_line_names_each_field_once_with_indexes_collapsed(tctx, addon, 
     assert f.response.headers[LOSSY_HEADER] == "30"
     lines = [r.getMessage() for r in caplog.records if "lossy translation" in r.getMessage()]
     assert lines == [f"flow {f.id}: lossy translation, 30 not carried as sent (dropped: tools[].cache_control)"]
+
+
+def test_the_same_losses_are_a_warning_once_then_a_line_at_info(tctx, addon, caplog):
+    """Claude Code toward Chat loses the same fields on every request: warned about once, every flow still
+    has its line (at INFO); other losses are a WARNING again the first time."""
+    caplog.set_level(logging.INFO)
+    flows = [whole(tctx, addon, "anthropic", "openai-chat", LOSSY_BODY, CHAT_REPLY) for _ in range(3)]
+    other = {k: v for k, v in LOSSY_BODY.items() if k != "top_k"}
+    flows.append(whole(tctx, addon, "anthropic", "openai-chat", other, CHAT_REPLY))
+    lines = [(r.levelno, r.getMessage()) for r in caplog.records if "lossy translation" in r.getMessage()]
+    same = "lossy translation, 2 not carried as sent (dropped: metadata.tier, top_k)"
+    assert lines == [
+        (logging.WARNING, f"flow {flows[0].id}: {same}"),
+        (logging.INFO, f"flow {flows[1].id}: {same}"),
+        (logging.INFO, f"flow {flows[2].id}: {same}"),
+        (logging.WARNING, f"flow {flows[3].id}: lossy translation, 1 not carried as sent (dropped: metadata.tier)"),
+    ]
+    assert all(f.metadata[METADATA_KEY]["dropped"] for f in flows)  # the report itself is per flow, unchanged

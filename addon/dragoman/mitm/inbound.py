@@ -418,10 +418,14 @@ def mask_whole(flow: http.HTTPFlow, keys: KeyMask) -> None:
             resp.content = masked
 
 
-def log_done(flow: http.HTTPFlow, state: FlowState, status: int) -> None:
+#: distinct loss summaries remembered as warned about (past it, new ones are warned about every time)
+WARNED_MAX = 1024
+
+
+def log_done(flow: http.HTTPFlow, state: FlowState, status: int, warned: set[str] | None = None) -> None:
     if logger.isEnabledFor(logging.INFO):  # its parts are only put together for a line that is shown
         _log_done_line(flow, state, status)
-    log_dropped(flow, state)
+    log_dropped(flow, state, warned)
 
 
 def _log_done_line(flow: http.HTTPFlow, state: FlowState, status: int) -> None:
@@ -449,24 +453,38 @@ def _log_done_line(flow: http.HTTPFlow, state: FlowState, status: int) -> None:
     )
 
 
-def log_dropped(flow: http.HTTPFlow, state: FlowState) -> None:
-    """One WARNING per flow naming what the translation lost (field paths only; reasons are in the flow), and
-    one naming what was adjusted to the model's declared limits."""
+def log_dropped(flow: http.HTTPFlow, state: FlowState, warned: set[str] | None = None) -> None:
+    """One line per flow naming what the translation lost (field paths only; reasons are in the flow), and one
+    WARNING naming what was adjusted to the model's declared limits.
+
+    The loss line is a WARNING the first time its summary is seen (``warned``, the addon's set of summaries
+    already warned about; ``None``: always) and INFO for later flows losing the same fields: a client that
+    always sends what the upstream cannot carry (Claude Code's ``system[].cache_control`` toward Chat) is
+    warned about once, not on every request, and every flow still has its line at INFO."""
     if state.ctx.adjusted:
         logger.warning(
             "flow %s: adjusted to the model's declared limits: %s", flow.id, logsafe(", ".join(state.ctx.adjusted))
         )
     report = state.ctx.dropped
-    if report.entries and logger.isEnabledFor(logging.WARNING):
+    if not report.entries:
+        return
+    summary = report.summary()
+    level = logging.WARNING
+    if warned is not None:
+        if summary in warned:
+            level = logging.INFO
+        elif len(warned) < WARNED_MAX:
+            warned.add(summary)
+    if logger.isEnabledFor(level):
         # a line per flow: the record is made directly (``Logger.warning`` also walks the stack for the
         # caller's file and line, which no handler of mitmproxy's shows), the rest as ``warning`` does it
         record = logger.makeRecord(
             logger.name,
-            logging.WARNING,
+            level,
             __file__,
             0,
             "flow %s: lossy translation, %d not carried as sent (%s)",
-            (flow.id, report.count, logsafe(report.summary(), 2000)),
+            (flow.id, report.count, logsafe(summary, 2000)),
             None,
             "log_dropped",
         )

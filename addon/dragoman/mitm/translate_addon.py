@@ -333,7 +333,7 @@ class Translate(TranslateConfig):
             # body lets the Dragoman view show the answer assembled in the metadata
             flow.response.raw_content = b""
         flow.metadata[METADATA_KEY] = state.metadata()
-        inbound.log_done(flow, state, flow.response.status_code)
+        inbound.log_done(flow, state, flow.response.status_code, self.warned_losses)
         self.usage.record(flow, state, flow.response.status_code, failed=state.relay_failure is not None)
 
     def error(self, flow: http.HTTPFlow) -> None:
@@ -350,14 +350,14 @@ class Translate(TranslateConfig):
                 flow, state, message, timed_out, self.idle_timeout
             ):
                 flow.metadata[METADATA_KEY] = state.metadata()
-                inbound.log_dropped(flow, state)
+                inbound.log_dropped(flow, state, self.warned_losses)
                 self.usage.record(flow, state, flow.response.status_code if flow.response else 502, failed=True)
                 return
         if state.translator is None and faults.error_answer(flow, state, message):
             # nothing reached the client yet (refused, or dropped before a streamed body began): mitmproxy
             # would answer with its HTML page; the client got a JSON error in its protocol instead
             flow.metadata[METADATA_KEY] = state.metadata()
-            inbound.log_dropped(flow, state)
+            inbound.log_dropped(flow, state, self.warned_losses)
             self.usage.record(flow, state, 502, failed=True)
             return
         if state.translator is not None and state.started:
@@ -373,7 +373,7 @@ class Translate(TranslateConfig):
         else:
             logger.warning("flow %s: connection failed (%s)", flow.id, logsafe(message))
         flow.metadata[METADATA_KEY] = state.metadata()
-        inbound.log_dropped(flow, state)
+        inbound.log_dropped(flow, state, self.warned_losses)
         self.usage.record(flow, state, flow.response.status_code if flow.response else 502, failed=True)
 
     # -- internals
