@@ -1,4 +1,5 @@
-"""Per-flow state of the Translate addon, keyed by ``flow.id`` (live objects never go into ``flow.metadata``)."""
+"""Per-flow state of the Translate addon, keyed by ``flow.id`` (live objects never go into ``flow.metadata``),
+and the lines a finished flow writes to the log from it (``log_done``, ``log_dropped``)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,9 @@ from dataclasses import dataclass
 from dataclasses import field
 from typing import Any
 
+from mitmproxy import http
+
+from dragoman.logsafe import logsafe
 from dragoman.protocols.base import Context
 from dragoman.translate.plan import Plan
 
@@ -129,3 +133,76 @@ class FlowStates:
 
     def __contains__(self, flow_id: object) -> bool:
         return flow_id in self._states
+
+
+#: distinct loss summaries remembered as warned about (past it, new ones are warned about every time)
+WARNED_MAX = 1024
+
+
+def log_done(flow: http.HTTPFlow, state: FlowState, status: int, warned: set[str] | None = None) -> None:
+    if logger.isEnabledFor(logging.INFO):  # its parts are only put together for a line that is shown
+        _log_done_line(flow, state, status)
+    log_dropped(flow, state, warned)
+
+
+def _log_done_line(flow: http.HTTPFlow, state: FlowState, status: int) -> None:
+    plan = state.plan
+    model = (
+        state.client_model
+        if state.client_model == state.upstream_model
+        else f"{state.client_model} -> {state.upstream_model}"
+    )
+    how = "stream" if state.translator is not None else ("stream requested, JSON answered" if state.stream else "json")
+    via = f" via {state.upstream_name}" if state.upstream_name else ""
+    tries = f", {len(state.attempts)} attempts" if len(state.attempts) > 1 else ""
+    rid = f", request id {state.request_id}" if state.request_id else ""
+    logger.info(
+        "flow %s: %s -> %s%s, model %s, status %d, %s%s%s",
+        flow.id,
+        plan.client.value,
+        plan.upstream.value,
+        logsafe(via),
+        logsafe(model),
+        status,
+        how,
+        tries,
+        logsafe(rid, 200),
+    )
+
+
+def log_dropped(flow: http.HTTPFlow, state: FlowState, warned: set[str] | None = None) -> None:
+    """One line per flow naming what the translation lost (field paths only; reasons are in the flow), and one
+    WARNING naming what was adjusted to the model's declared limits.
+
+    The loss line is a WARNING the first time its summary is seen (``warned``, the addon's set of summaries
+    already warned about; ``None``: always) and INFO for later flows losing the same fields: a client that
+    always sends what the upstream cannot carry (Claude Code's ``system[].cache_control`` toward Chat) is
+    warned about once, not on every request, and every flow still has its line at INFO."""
+    if state.ctx.adjusted:
+        logger.warning(
+            "flow %s: adjusted to the model's declared limits: %s", flow.id, logsafe(", ".join(state.ctx.adjusted))
+        )
+    report = state.ctx.dropped
+    if not report.entries:
+        return
+    summary = report.summary()
+    level = logging.WARNING
+    if warned is not None:
+        if summary in warned:
+            level = logging.INFO
+        elif len(warned) < WARNED_MAX:
+            warned.add(summary)
+    if logger.isEnabledFor(level):
+        # a line per flow: the record is made directly (``Logger.warning`` also walks the stack for the
+        # caller's file and line, which no handler of mitmproxy's shows), the rest as ``warning`` does it
+        record = logger.makeRecord(
+            logger.name,
+            level,
+            __file__,
+            0,
+            "flow %s: lossy translation, %d not carried as sent (%s)",
+            (flow.id, report.count, logsafe(summary, 2000)),
+            None,
+            "log_dropped",
+        )
+        logger.handle(record)

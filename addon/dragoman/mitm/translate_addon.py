@@ -35,13 +35,15 @@ from dragoman.mitm.faults import IdleWatchdog
 from dragoman.mitm.flowstate import METADATA_KEY
 from dragoman.mitm.flowstate import TARGET_OVERRIDE_KEY
 from dragoman.mitm.flowstate import FlowState
+from dragoman.mitm.flowstate import log_done
+from dragoman.mitm.flowstate import log_dropped
 from dragoman.mitm.guards import lint
 from dragoman.mitm.guards.client_auth import CLIENT_METADATA_KEY
 from dragoman.mitm.outbound import client_key
 from dragoman.mitm.relay import headers as hdr
 from dragoman.mitm.relay.exchange import RoutedExchange
 from dragoman.mitm.relay.relay import RelayJob
-from dragoman.mitm.relay.upstream_http import Trust
+from dragoman.mitm.relay.upstream_http import trust_from_options
 from dragoman.mitm.route_state import log_placeholders
 from dragoman.mitm.translate_config import TranslateConfig
 from dragoman.mitm.usage import whole_usage
@@ -231,7 +233,7 @@ class Translate(TranslateConfig):
             Attempts(candidates, self.routing.pools, config.limits),
             config.limits,
             float(self.idle_timeout),
-            _trust(),
+            trust_from_options(),
         )
         self.relay.keys = self.keys
         token = self.gate.held.token(flow)
@@ -311,7 +313,12 @@ class Translate(TranslateConfig):
         inbound.carry_request_id(flow.response, state)
         whole = state.translator is None
         translated = whole and not state.plan.identity
-        if whole and self.usage.on and 200 <= flow.response.status_code < 300 and not _json_translated(flow, state):
+        if (
+            whole
+            and self.usage.on
+            and 200 <= flow.response.status_code < 300
+            and not inbound.json_translated(flow, state)
+        ):
             # (a translated JSON answer's usage is read as it is translated: the body is parsed once)
             whole_usage(state, hdr.body(flow.response))
         if whole:
@@ -333,7 +340,7 @@ class Translate(TranslateConfig):
             # body lets the Dragoman view show the answer assembled in the metadata
             flow.response.raw_content = b""
         flow.metadata[METADATA_KEY] = state.metadata()
-        inbound.log_done(flow, state, flow.response.status_code, self.warned_losses)
+        log_done(flow, state, flow.response.status_code, self.warned_losses)
         self.usage.record(flow, state, flow.response.status_code, failed=state.relay_failure is not None)
 
     def error(self, flow: http.HTTPFlow) -> None:
@@ -350,14 +357,14 @@ class Translate(TranslateConfig):
                 flow, state, message, timed_out, self.idle_timeout
             ):
                 flow.metadata[METADATA_KEY] = state.metadata()
-                inbound.log_dropped(flow, state, self.warned_losses)
+                log_dropped(flow, state, self.warned_losses)
                 self.usage.record(flow, state, flow.response.status_code if flow.response else 502, failed=True)
                 return
         if state.translator is None and faults.error_answer(flow, state, message):
             # nothing reached the client yet (refused, or dropped before a streamed body began): mitmproxy
             # would answer with its HTML page; the client got a JSON error in its protocol instead
             flow.metadata[METADATA_KEY] = state.metadata()
-            inbound.log_dropped(flow, state, self.warned_losses)
+            log_dropped(flow, state, self.warned_losses)
             self.usage.record(flow, state, 502, failed=True)
             return
         if state.translator is not None and state.started:
@@ -373,7 +380,7 @@ class Translate(TranslateConfig):
         else:
             logger.warning("flow %s: connection failed (%s)", flow.id, logsafe(message))
         flow.metadata[METADATA_KEY] = state.metadata()
-        inbound.log_dropped(flow, state, self.warned_losses)
+        log_dropped(flow, state, self.warned_losses)
         self.usage.record(flow, state, flow.response.status_code if flow.response else 502, failed=True)
 
     # -- internals
@@ -426,14 +433,6 @@ class Translate(TranslateConfig):
         logger.warning("flow %s: %s request rejected with %d: %s", flow.id, client.value, status, logsafe(info.message))
 
 
-def _json_translated(flow: http.HTTPFlow, state: FlowState) -> bool:
-    """A whole 2xx answer that ``inbound.translate_whole`` decodes as JSON (and reads the usage of)."""
-    resp = flow.response
-    if state.plan.identity or resp is None:
-        return False
-    return not (hdr.get(resp.headers, b"content-type", "") or "").lower().startswith("text/event-stream")
-
-
 def _drop_body(flow: http.HTTPFlow, cr: ClientRequest) -> None:
     """Every attempt is translated (``cr.raw`` emptied): the client's bytes leave the flow too, so a large body
     is held as its parsed text plus the translated body, not three times (issue 23, 3(e))."""
@@ -444,16 +443,6 @@ def _drop_body(flow: http.HTTPFlow, cr: ClientRequest) -> None:
 def _plain_http1(flow: http.HTTPFlow) -> bool:
     """The client talks HTTP/1.x without TLS: the connection the addon can write a last frame to."""
     return not flow.client_conn.tls and flow.request.http_version.startswith("HTTP/1")
-
-
-def _trust() -> Trust:
-    """The relay checks upstream certificates as mitmproxy does (its ``ssl_*`` options)."""
-    opts = ctx.options
-    return Trust(
-        bool(getattr(opts, "ssl_insecure", False)),
-        getattr(opts, "ssl_verify_upstream_trusted_ca", None),
-        getattr(opts, "ssl_verify_upstream_trusted_confdir", None),
-    )
 
 
 def _internal(message: str) -> ErrorInfo:

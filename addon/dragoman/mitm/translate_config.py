@@ -67,7 +67,7 @@ class TranslateConfig:
         #: the request-body caps, listed first among the addons (``limits``)
         self.gate = BodyGate(self)
         self.flows = FlowStates()
-        #: the lossiness summaries already logged as a WARNING (``inbound.log_dropped``: later flows with the
+        #: the lossiness summaries already logged as a WARNING (``flowstate.log_dropped``: later flows with the
         #: same losses log them at INFO)
         self.warned_losses: set[str] = set()
         self._warned_deferred: set[str] = set()

@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass
 
 import certifi
+from mitmproxy import ctx
 
 from dragoman.mitm.relay import http1
 from dragoman.routing.url import UpstreamURL
@@ -41,6 +42,16 @@ class Trust:
     insecure: bool = False
     cafile: str | None = None
     capath: str | None = None
+
+
+def trust_from_options() -> Trust:
+    """The relay checks upstream certificates as mitmproxy does (its ``ssl_*`` options)."""
+    opts = ctx.options
+    return Trust(
+        bool(getattr(opts, "ssl_insecure", False)),
+        getattr(opts, "ssl_verify_upstream_trusted_ca", None),
+        getattr(opts, "ssl_verify_upstream_trusted_confdir", None),
+    )
 
 
 #: a request body larger than this is written in pieces of this size

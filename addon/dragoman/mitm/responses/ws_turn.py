@@ -31,7 +31,7 @@ from dragoman.mitm.flowstate import FlowState
 from dragoman.mitm.guards.client_auth import CLIENT_METADATA_KEY
 from dragoman.mitm.relay.upstream_http import UpstreamConnectError
 from dragoman.mitm.relay.upstream_http import open_request
-from dragoman.mitm.translate_addon import _trust
+from dragoman.mitm.relay.upstream_http import trust_from_options
 from dragoman.protocols import Protocol
 from dragoman.protocols.registry import get_codec
 from dragoman.routing.router import Candidate
@@ -158,7 +158,7 @@ class Turn:
                     payload,
                     connect_timeout=limits.connect_timeout,
                     first_byte_timeout=limits.first_byte_timeout,
-                    trust=_trust(),
+                    trust=trust_from_options(),
                 )
             except UpstreamConnectError as e:
                 logger.warning("flow %s: WebSocket turn: %s: %s", self.flow.id, up.name, logsafe(e))
