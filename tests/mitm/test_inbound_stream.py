@@ -7,30 +7,17 @@ from __future__ import annotations
 import json
 
 import pytest
-from mitmproxy.test import taddons
 
 from conftest import chunkings
 from dragoman.mitm import inbound as sc
 from dragoman.mitm.faults import IdleWatchdog
 from dragoman.mitm.keymask import MASK
 from dragoman.mitm.keymask import KeyMask
-from dragoman.mitm.translate_addon import Translate
 
 from .test_translate_addon import feed_all
 from .test_translate_addon import start_stream
 
 KEY = "sk-configured-SECRET-0123456789"
-
-
-@pytest.fixture
-def addon():
-    return Translate()
-
-
-@pytest.fixture
-def tctx(addon):
-    with taddons.context(addon) as tctx:
-        yield tctx
 
 
 def chat_chunk(delta: dict, finish: str | None = None) -> bytes:

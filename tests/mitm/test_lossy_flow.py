@@ -8,7 +8,6 @@ import io
 import json
 import logging
 
-import pytest
 from mitmproxy import http
 from mitmproxy import io as mio
 from mitmproxy.test import taddons
@@ -28,17 +27,6 @@ from .test_translate_addon import BODIES
 from .test_translate_addon import make_flow
 
 LOSSY_BODY = {**BODIES["anthropic"], "top_k": 5, "metadata": {"user_id": "u-VALUE-SECRET", "tier": "x"}}
-
-
-@pytest.fixture
-def addon():
-    return Translate()
-
-
-@pytest.fixture
-def tctx(addon):
-    with taddons.context(addon) as tctx:
-        yield tctx
 
 
 def whole(tctx, addon, client: str, target: str, body: dict, reply: dict, **opts) -> http.HTTPFlow:

@@ -8,9 +8,6 @@ import logging
 
 import pytest
 from mitmproxy import exceptions
-from mitmproxy.test import taddons
-
-from dragoman.mitm.translate_addon import Translate
 
 from .test_translate_addon import make_flow
 
@@ -24,17 +21,6 @@ HISTORY = {
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "sunny"}]},
     ],
 }
-
-
-@pytest.fixture
-def addon():
-    return Translate()
-
-
-@pytest.fixture
-def tctx(addon):
-    with taddons.context(addon) as tctx:
-        yield tctx
 
 
 def sent(addon, tctx, **opts) -> dict:

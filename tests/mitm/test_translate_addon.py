@@ -16,7 +16,6 @@ from mitmproxy.test import tflow
 from dragoman import demo as fu
 from dragoman.mitm.flowstate import METADATA_KEY
 from dragoman.mitm.inbound import stream_callable
-from dragoman.mitm.translate_addon import Translate
 from dragoman.mitm.translate_addon import join_endpoint
 from dragoman.mitm.translate_addon import parse_upstream
 from dragoman.mitm.translate_addon import resolve_api_key
@@ -57,17 +56,6 @@ def make_flow(
     # reverse mode: any endpoint path is handled (in regular mode only the official hosts are, see hosts.py)
     f.client_conn.proxy_mode = mode_specs.ProxyMode.parse(f"reverse:http://{host}:8080")
     return f
-
-
-@pytest.fixture
-def addon():
-    return Translate()
-
-
-@pytest.fixture
-def tctx(addon):
-    with taddons.context(addon) as tctx:
-        yield tctx
 
 
 def header_values(msg) -> str:

@@ -11,11 +11,9 @@ import logging
 import pytest
 from mitmproxy import exceptions
 from mitmproxy import http
-from mitmproxy.test import taddons
 
 from dragoman import demo as fu
 from dragoman.mitm.flowstate import METADATA_KEY
-from dragoman.mitm.translate_addon import Translate
 from dragoman.translate.images import PLACEHOLDER
 
 from .test_translate_addon import feed_all
@@ -23,17 +21,6 @@ from .test_translate_addon import make_flow
 
 UP = "http://127.0.0.1:1/v1"
 RID = "req_upstream_0042"
-
-
-@pytest.fixture
-def addon():
-    return Translate()
-
-
-@pytest.fixture
-def tctx(addon):
-    with taddons.context(addon) as tctx:
-        yield tctx
 
 
 def stream_of(tctx, addon, client, target, headers, body=None, **opts):

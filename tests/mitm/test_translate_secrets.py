@@ -8,27 +8,14 @@ import json
 import pytest
 from mitmproxy import http
 from mitmproxy.proxy import mode_specs
-from mitmproxy.test import taddons
 from mitmproxy.test import tflow
 
 from conftest import chunkings
-from dragoman.mitm.translate_addon import Translate
 
 from .test_translate_addon import make_flow
 from .test_translate_addon import sse_response
 
 KEY = "sk-configured-SECRET-0123456789"
-
-
-@pytest.fixture
-def addon():
-    return Translate()
-
-
-@pytest.fixture
-def tctx(addon):
-    with taddons.context(addon) as tctx:
-        yield tctx
 
 
 def regular_flow(url: str, host_header: str) -> http.HTTPFlow:

@@ -11,12 +11,10 @@ import pytest
 from mitmproxy import exceptions
 from mitmproxy import flow
 from mitmproxy import http
-from mitmproxy.test import taddons
 
 from dragoman import demo as fu
 from dragoman.mitm import inbound
 from dragoman.mitm.flowstate import METADATA_KEY
-from dragoman.mitm.translate_addon import Translate
 from dragoman.translate.stream import StreamTranslator
 from validators import anthropic as va
 from validators import chat as vc
@@ -25,17 +23,6 @@ from validators import responses as vr
 from ..test_translate_addon import make_flow
 
 UPSTREAM = "http://127.0.0.1:1/v1"
-
-
-@pytest.fixture
-def addon():
-    return Translate()
-
-
-@pytest.fixture
-def tctx(addon):
-    with taddons.context(addon) as tctx:
-        yield tctx
 
 
 def stream(tctx, addon, events: list[bytes], mode: str, corrupt=None, mp=None) -> tuple[http.HTTPFlow, bytes]:
