@@ -1,4 +1,4 @@
-"""The stream callable (``dragoman.mitm.sc.stream_callable``): which one a flow gets, and that the plain
+"""The stream callable (``dragoman.mitm.inbound.stream_callable``): which one a flow gets, and that the plain
 one (a translated stream with nothing beside the translator) gives the client the same bytes as the general
 one for every split of the upstream's bytes, keys masked, the idle watchdog's clock kept."""
 

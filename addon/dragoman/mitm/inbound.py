@@ -24,7 +24,6 @@ from dragoman.mitm.flowstate import FlowState
 from dragoman.mitm.guards import lint
 from dragoman.mitm.keymask import KeyMask
 from dragoman.mitm.keymask import StreamMask
-from dragoman.mitm.outbound import edit_headers
 from dragoman.mitm.relay import headers as hdr
 from dragoman.protocols import Protocol
 from dragoman.protocols.gemini.request_decode import ARRAY
@@ -56,7 +55,7 @@ _WHOLE_DROP = frozenset({b"content-encoding", b"transfer-encoding"})
 #: the framing headers a translated stream replaces (``stream_headers``); with ``transfer-encoding`` for HTTP/1
 _REFRAMED = frozenset((b"content-length", b"content-encoding", b"content-type", b"cache-control", b"x-accel-buffering"))
 _REFRAMED_CHUNKED = _REFRAMED | {b"transfer-encoding"}
-_SSE_HEADERS_RAW = tuple((k.encode(), v.encode()) for k, v in SSE_HEADERS[1:])
+_SSE_PUTS = tuple((k.encode(), v) for k, v in SSE_HEADERS[1:])
 _REQUEST_ID_RAW = tuple(name.encode() for name in REQUEST_ID_HEADERS)
 
 
@@ -70,10 +69,10 @@ def stream_headers(
     if not translated:
         resp.headers["x-accel-buffering"] = "no"
         return
-    add = ((b"content-type", content_type.encode()), *_SSE_HEADERS_RAW)
+    put = [(b"content-type", content_type), *_SSE_PUTS]
     if chunked:
-        add += ((b"transfer-encoding", b"chunked"),)
-    edit_headers(resp.headers, _REFRAMED_CHUNKED if chunked else _REFRAMED, add)
+        put.append((b"transfer-encoding", "chunked"))
+    hdr.edit(resp.headers, _REFRAMED_CHUNKED if chunked else _REFRAMED, put)
 
 
 def upstream_request_id(resp: http.Response) -> str | None:

@@ -67,16 +67,6 @@ def _credential_name(raw: bytes) -> str | None:
     return low if is_credential_header(low) else None
 
 
-def edit_headers(headers: http.Headers, drop: frozenset[bytes], add: tuple[tuple[bytes, bytes], ...] = ()) -> None:
-    """In one pass over the fields: every header named in ``drop`` (lower-case bytes) goes, ``add`` is appended.
-    mitmproxy's ``pop`` and ``headers[name] = value`` each scan the fields lower-casing every name and rebuild
-    them (several µs each in mitmdump, a dozen per flow before its first byte: issue 31)."""
-    fields = headers.fields
-    kept = tuple(f for f in fields if f[0].lower() not in drop)
-    if add or len(kept) != len(fields):
-        headers.fields = kept + add
-
-
 def pop_credential_headers(headers: http.Headers) -> list[str]:
     """Remove every credential header; returns their names (lower case, first occurrence order)."""
     names: list[str] = []
