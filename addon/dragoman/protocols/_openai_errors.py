@@ -15,7 +15,7 @@ from dragoman.ir.common import ErrorKind
 from dragoman.ir.common import kind_from_status
 from dragoman.protocols._wire import generic_error
 
-TYPE_BY_KIND = {
+TYPE_BY_KIND: dict[ErrorKind, str] = {
     ErrorKind.INVALID_REQUEST: "invalid_request_error",
     ErrorKind.AUTHENTICATION: "authentication_error",
     ErrorKind.PERMISSION: "permission_error",
