@@ -30,6 +30,7 @@ any of this, and so every violation, goes through the full parse and check.
 from __future__ import annotations
 
 from collections.abc import Callable
+from collections.abc import Iterable
 from itertools import compress
 from itertools import repeat
 from operator import itemgetter
@@ -221,11 +222,12 @@ class Template:
                 a += len(block)
                 continue
             k, block = _prefix(list(map(_startswith, block, repeat(head))), block)
+            want: Iterable[bytes]  # each unit's expected end (not ``ends``: a list, the counted block's)
             if self.counted:
-                ends = list(map(self.fmts[whole].__mod__, range(seq + a, seq + a + k)))
+                want = list(map(self.fmts[whole].__mod__, range(seq + a, seq + a + k)))
             else:
-                ends = repeat(tail)  # type: ignore[assignment]
-            k, block = _prefix(list(map(_endswith, block, ends)), block)
+                want = repeat(tail)
+            k, block = _prefix(list(map(_endswith, block, want)), block)
             mids += got[:k]
             a += k
             break

@@ -123,8 +123,11 @@ class _Stream:
             return None
         need(self.phase != "terminal", f"{where}: event after the terminal event")
         self.s.events += 1
-        obj: dict[str, Any] = f.json()
-        need(isinstance(obj, dict) and isinstance(obj.get("type"), str), f"{where}: data must be an object with a type")
+        data = f.json()  # any JSON value until checked
+        need(
+            isinstance(data, dict) and isinstance(data.get("type"), str), f"{where}: data must be an object with a type"
+        )
+        obj: dict[str, Any] = data
         t = obj["type"]
         where = f"event #{f.n} ({t})"
         if f.event is not None or strict:
@@ -218,8 +221,8 @@ class _Stream:
             raise AssertionError(
                 f"{where}: response.output differs from the items as done:\n{json.dumps(got)[:600]}\nvs\n{json.dumps(want)[:600]}"
             )
-        for i, it in enumerate(r["output"]):
-            collect_item(s, it, f"{where} output[{i}]", strict)
+        for i, out in enumerate(r["output"]):  # dicts (``it`` above is an Item)
+            collect_item(s, out, f"{where} output[{i}]", strict)
         if status == "completed":
             _check_usage(r.get("usage"), where)
             s.stop_reason = "completed"
