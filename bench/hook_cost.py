@@ -5,7 +5,7 @@
 Loads the entry script's ``Chain`` under ``mitmproxy.test.taddons`` (one Chat upstream, the fake upstream of
 ``fake_upstream.py`` answering once for the real upstream answer), then runs ``requestheaders``, ``request``,
 ``responseheaders`` and ``response`` on new flows shaped as ``load.py``'s short requests (a Claude Code-shaped
-non-streamed Anthropic request, reverse mode, plain HTTP/1.1) and prints the thread CPU µs per flow of each hook
+non-streamed Anthropic request, reverse mode, plain HTTP/1.1; ``--body``: a real Claude Code request instead) and prints the thread CPU µs per flow of each hook
 (median over rounds). mitmproxy's own work (HTTP layers, its hook dispatch, its addons) is not in it: this is
 what Dragoman adds on top of the pass-through, and it moves with the code, not with the machine's load, much less
 than ``load.py``'s ratios. The ledger is off and termlog absent (mitmproxy's legacy ``add_log`` handler is
@@ -26,6 +26,7 @@ import http.client as http_client
 import statistics
 import time
 from collections.abc import Awaitable
+from pathlib import Path
 
 import orjson
 import procs
@@ -57,12 +58,21 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--script", default=str(procs.REPO / "addon" / "dragoman.py"))
     ap.add_argument("--stream", action="store_true", help="a streamed request (the hooks before the first byte)")
+    ap.add_argument(
+        "--body",
+        help="an Anthropic request body to send instead (e.g. bench/data/claude-code-cc-tool-002.messages.json, a "
+        "real 85 KB Claude Code request); its model becomes the fake upstream's 'text'",
+    )
     a = ap.parse_args()
     hooks = HOOKS[:3] if a.stream else HOOKS
     up = procs.start_upstream(None, [])
     try:
         chain = mscript.load_script(a.script).addons[0]
-        req = dict(streams.small_request(streams.ANTHROPIC, "text"))
+        if a.body:
+            req = orjson.loads(Path(a.body).read_bytes())
+            req["model"] = "text"
+        else:
+            req = dict(streams.small_request(streams.ANTHROPIC, "text"))
         req["stream"] = a.stream
         body = orjson.dumps(req)
         head = [
