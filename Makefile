@@ -44,6 +44,7 @@ test-e2e:
 
 lint:
 	$(VENV)/bin/ruff check addon tests bench tools
+	$(VENV)/bin/ruff format --check addon tests bench tools
 
 check: lint  ## ruff, then mypy as configured in pyproject.toml ([tool.mypy])
 	$(VENV)/bin/mypy

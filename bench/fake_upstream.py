@@ -74,7 +74,9 @@ if __name__ == "__main__":
     for n in filter(None, a.prewarm.split(",")):
         for p in streams.PROTOCOLS:
             framed(p, int(n))
-    fake = FakeUpstream(port=a.port, scenario="bench", scenarios={"bench": bench}, record=False, delay=a.delay, backlog=2048)
+    fake = FakeUpstream(
+        port=a.port, scenario="bench", scenarios={"bench": bench}, record=False, delay=a.delay, backlog=2048
+    )
     threading.Thread(target=_exit_when_stdin_closes, daemon=True).start()
     sys.stdout.write(f"PORT {fake.port}\n")
     sys.stdout.flush()

@@ -1,16 +1,21 @@
 """Issue 31: the CPU of Dragoman's own hooks for one short request, in process (no mitmdump, no sockets).
 
-    .venv/bin/python bench/hook_cost.py [--flows 2000] [--rounds 5] [--script addon/dragoman.py]
+    .venv/bin/python bench/hook_cost.py [--stream] [--flows 2000] [--rounds 5] [--script addon/dragoman.py]
 
 Loads the entry script's ``Chain`` under ``mitmproxy.test.taddons`` (one Chat upstream, the fake upstream of
 ``fake_upstream.py`` answering once for the real upstream answer), then runs ``requestheaders``, ``request``,
 ``responseheaders`` and ``response`` on new flows shaped as ``load.py``'s short requests (a Claude Code-shaped
-non-streamed Anthropic request, reverse mode, plain HTTP/1.1) and prints the thread CPU µs per flow of each hook
+non-streamed Anthropic request, reverse mode, plain HTTP/1.1; ``--body``: a real Claude Code request instead) and prints the thread CPU µs per flow of each hook
 (median over rounds). mitmproxy's own work (HTTP layers, its hook dispatch, its addons) is not in it: this is
 what Dragoman adds on top of the pass-through, and it moves with the code, not with the machine's load, much less
 than ``load.py``'s ratios. The ledger is off and termlog absent (mitmproxy's legacy ``add_log`` handler is
 there, so the one WARNING line of a lossy flow costs a little more than in mitmdump). ``--script`` measures
 another checkout's entry script (its package must be the one importable, e.g. its own ``.venv``).
+
+``--stream``: the same request with ``"stream": true`` (what stands before a stream's first byte): the fake
+upstream's SSE answer headers, ``requestheaders``, ``request`` and ``responseheaders`` timed (``response`` comes
+after the last byte and is not); every flow must leave ``responseheaders`` with Dragoman's stream callable set
+(translated, not a shortcut), or the probe stops.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import http.client as http_client
 import statistics
 import time
 from collections.abc import Awaitable
+from pathlib import Path
 
 import orjson
 import procs
@@ -51,12 +57,23 @@ def main() -> int:
     ap.add_argument("--flows", type=int, default=2000)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--script", default=str(procs.REPO / "addon" / "dragoman.py"))
+    ap.add_argument("--stream", action="store_true", help="a streamed request (the hooks before the first byte)")
+    ap.add_argument(
+        "--body",
+        help="an Anthropic request body to send instead (e.g. bench/data/claude-code-cc-tool-002.messages.json, a "
+        "real 85 KB Claude Code request); its model becomes the fake upstream's 'text'",
+    )
     a = ap.parse_args()
+    hooks = HOOKS[:3] if a.stream else HOOKS
     up = procs.start_upstream(None, [])
     try:
         chain = mscript.load_script(a.script).addons[0]
-        req = dict(streams.small_request(streams.ANTHROPIC, "text"))
-        req["stream"] = False
+        if a.body:
+            req = orjson.loads(Path(a.body).read_bytes())
+            req["model"] = "text"
+        else:
+            req = dict(streams.small_request(streams.ANTHROPIC, "text"))
+        req["stream"] = a.stream
         body = orjson.dumps(req)
         head = [
             (b"host", b"127.0.0.1"),
@@ -99,13 +116,17 @@ def main() -> int:
             answer = conn.getresponse()
             answer_body = answer.read()
             answer_head = [(k.lower().encode(), v.encode()) for k, v in answer.getheaders()]
+            if a.stream:  # the stream's headers only: its body goes through the stream callable, not a hook
+                answer_body = b""
+                if not dict(answer_head).get(b"content-type", b"").startswith(b"text/event-stream"):
+                    raise RuntimeError(f"the fake upstream did not stream: {answer_head!r}")
             if answer.status != 200:
                 raise RuntimeError(f"the fake upstream answered {answer.status}: {answer_body[:200]!r}")
             gc.freeze()  # as Dragoman's mitmdump does at ``running`` (``Responsive``): start-up objects are not walked
-            per: dict[str, list[float]] = {h: [] for h in HOOKS}
+            per: dict[str, list[float]] = {h: [] for h in hooks}
             tt = time.thread_time
             for _ in range(a.rounds):
-                acc = dict.fromkeys(HOOKS, 0.0)
+                acc = dict.fromkeys(hooks, 0.0)
                 for _ in range(a.flows):
                     f = flow()
                     t0 = tt()
@@ -120,17 +141,26 @@ def main() -> int:
                     t3 = tt()
                     chain.responseheaders(f)
                     t4 = tt()
-                    chain.response(f)
-                    t5 = tt()
-                    for h, d in zip(HOOKS, (t1 - t0, t2 - t1, t4 - t3, t5 - t4), strict=True):
+                    if a.stream:
+                        t5 = t4
+                        if not callable(f.response.stream):
+                            raise RuntimeError("a streamed flow got no stream callable: it was not translated")
+                        # the flow's state is released as mitmproxy's ``response`` hook would (untimed)
+                        f.response.stream = False
+                        chain.response(f)
+                    else:
+                        chain.response(f)
+                        t5 = tt()
+                    for h, d in zip(hooks, (t1 - t0, t2 - t1, t4 - t3, t5 - t4), strict=False):
                         acc[h] += d
-                for h in HOOKS:
+                for h in hooks:
                     per[h].append(acc[h] / a.flows * 1e6)
-            if b'"type":"message"' not in (f.response.content or b""):
+            if not a.stream and b'"type":"message"' not in (f.response.content or b""):
                 raise RuntimeError(f"the last flow was not translated: {f.response.content[:200]!r}")
-        total = [sum(per[h][i] for h in HOOKS) for i in range(a.rounds)]
-        print("Dragoman's hooks, thread CPU µs per short request (median of rounds):")
-        for h in HOOKS:
+        total = [sum(per[h][i] for h in hooks) for i in range(a.rounds)]
+        kind = "streamed request, before its first byte" if a.stream else "short request"
+        print(f"Dragoman's hooks, thread CPU µs per {kind} (median of rounds):")
+        for h in hooks:
             print(f"  {h:16s} {statistics.median(per[h]):8.1f}")
         print(f"  {'total':16s} {statistics.median(total):8.1f}  (min {min(total):.1f}, max {max(total):.1f})")
     finally:

@@ -622,8 +622,13 @@ def gemini_stream(n: int, seed: int = 0, model: str = "gemini-3-pro-preview") ->
         cand: dict = {"content": {"parts": parts, "role": "model"}, "index": 0}
         if finish:
             cand["finishReason"] = finish
-        usage = {"promptTokenCount": 75386, "candidatesTokenCount": 1812, "totalTokenCount": 77710,
-                 "cachedContentTokenCount": 71342, "thoughtsTokenCount": 512}
+        usage = {
+            "promptTokenCount": 75386,
+            "candidatesTokenCount": 1812,
+            "totalTokenCount": 77710,
+            "cachedContentTokenCount": 71342,
+            "thoughtsTokenCount": 512,
+        }
         return _sse(None, {"candidates": [cand], "usageMetadata": usage, "modelVersion": model, "responseId": rid})
 
     out = [ev([{"text": t, "thought": True}]) for t in _rng_text(rng, p.thinking)]

@@ -8,6 +8,7 @@ import re
 import struct
 import zlib
 
+import orjson
 import pytest
 from hypothesis import given
 from hypothesis import settings
@@ -245,3 +246,124 @@ def test_json_tokens_of_values_json_cannot_encode_counts_their_text():
     assert t.json_tokens(None) == 0
     assert t.json_tokens("abcdefgh") == 2
     assert t.json_tokens({1j: 2}) == t.text_tokens(str({1j: 2}))
+
+
+# -- the counting's speed-ups give the rule's numbers (issue 31: a stream's estimate is before its first byte)
+
+_ASCII_RUNS = re.compile(r"[\x00-\x7f]+")
+
+
+def reference_text_tokens(text: str) -> int:
+    """The rule as first written: the non-ASCII characters found by a regex removing the ASCII runs."""
+    if not text:
+        return 0
+    rest = _ASCII_RUNS.sub("", text)
+    wide = len(t._WIDE.findall(rest))
+    return math.ceil((len(text) - len(rest)) / 4 + wide + (len(rest) - wide) / 2)
+
+
+@given(st.text(alphabet=st.characters(), max_size=300))
+@settings(max_examples=300, deadline=None)
+def test_non_ascii_chars_and_text_tokens_follow_the_reference(text):
+    assert t.non_ascii_chars(text) == _ASCII_RUNS.sub("", text)
+    assert t.text_tokens(text) == reference_text_tokens(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "lone \ud800 high and \udfff low surrogates",
+        "a pair written as two code points \ud83d\ude00 and the real one \U0001f600",
+        "\x00\x7f\x80\xff \u07ff\u0800 \u1100\u11ff\u1200 \uac00\ud7af\ud7b0 \uffef\ufff0 \U00020000\U0003ffff\U00040000",
+        "— “quoted” — ✓ 中文 日本語 한국어",
+    ],
+)
+def test_text_tokens_of_edge_characters_follow_the_reference(text):
+    assert t.non_ascii_chars(text) == _ASCII_RUNS.sub("", text)
+    assert t.text_tokens(text) == reference_text_tokens(text)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [{"type": "object", "properties": {"a": {"type": "string"}}}, {"d": "café — 中文"}, ["\U0001f600", 1, None], 3.5],
+)
+def test_json_tokens_count_the_compact_json_as_text(value):
+    assert t.json_tokens(value) == t.text_tokens(orjson.dumps(value).decode())
+
+
+class _Collides(str):
+    """A text whose hash is that of every other ``_Collides``: a remembered count must be found by equality."""
+
+    def __hash__(self) -> int:
+        return 42
+
+
+def test_remembered_counts_are_those_of_the_same_text_only():
+    calls: list[str] = []
+
+    def count(text: str) -> int:
+        calls.append(text)
+        return len(text) * 10 + text.count("x")
+
+    counts = t.TextCounts(count, budget=1000)
+    a, b = _Collides("é-ax"), _Collides("é-ay")  # same length, same hash, other text
+    assert counts.get(a) == count(a) and counts.get(b) == count(b)
+    assert counts.get(b) == 40 and counts.get(a) == 41  # each its own, not the other's
+    assert counts.get(_Collides("".join(["é-a", "x"]))) == 41  # an equal text (another object) finds it
+    assert calls == [a, a, b, b]  # the two direct calls above, and one count per text
+
+
+def test_remembered_counts_stay_within_their_budget_least_recently_used_first():
+    counts = t.TextCounts(len, budget=80)
+    texts = [f"é{i:09d}" for i in range(8)]  # 10 characters each: the budget holds 8
+    for text in texts:
+        counts.get(text)
+    counts.get(texts[0])  # used again: the next to go is texts[1]
+    counts.get("é" + "z" * 9)
+    assert len(counts) == 8 and counts.chars == 80
+    assert texts[0] in counts._known and texts[1] not in counts._known
+    long = "é" * 11  # longer than an eighth of the budget: counted, not kept
+    assert counts.get(long) == 11 and long not in counts._known
+
+
+def test_the_estimate_counts_mappings_that_are_not_dicts():
+    from types import MappingProxyType
+
+    body = {
+        "system": [{"type": "text", "text": "Be brief — please."}],
+        "messages": [
+            {"role": "user", "content": [{"type": "text", "text": "hello 中文"}]},
+            {"role": "assistant", "content": [{"type": "thinking", "thinking": "hm"}]},
+        ],
+        "tools": [{"name": "run", "description": "runs", "input_schema": {"type": "object"}}],
+        "tool_choice": {"type": "any"},
+    }
+    proxied = {
+        "system": [MappingProxyType(body["system"][0])],
+        "messages": [
+            MappingProxyType({**m, "content": [MappingProxyType(b) for b in m["content"]]}) for m in body["messages"]
+        ],
+        "tools": [MappingProxyType(body["tools"][0])],
+        "tool_choice": MappingProxyType(body["tool_choice"]),
+    }
+    assert t.estimate_input_tokens(proxied) == t.estimate_input_tokens(body) > t.REQUEST_OVERHEAD + t.TOOL_PROMPT_FORCED
+
+
+#: the estimates of real Claude Code requests, as the estimator gave them before its speed-ups (issue 31)
+CLAUDE_CODE_ESTIMATES = {
+    "cc-model-haiku--002-POST-v1_messages.body.json": 28621,
+    "cc-text--002-POST-v1_messages.body.json": 18946,
+    "cc-tool--003-POST-v1_messages.body.json": 18985,
+    "cc-tool-denied--003-POST-v1_messages.body.json": 19035,
+    "cc-tool-reasoning--003-POST-v1_messages.body.json": 19000,
+    "cc-toolsearch--002-POST-v1_messages.body.json": 12131,
+}
+
+
+@pytest.mark.parametrize("name", sorted(CLAUDE_CODE_ESTIMATES))
+def test_real_claude_code_requests_keep_their_estimates(name):
+    from pathlib import Path
+
+    path = Path(__file__).parents[1] / "protocols" / "anthropic_messages" / "data" / name
+    for _ in range(2):  # counted, then with the remembered counts (a fresh parse: equal texts, other objects)
+        assert t.estimate_input_tokens(orjson.loads(path.read_bytes())) == CLAUDE_CODE_ESTIMATES[name]

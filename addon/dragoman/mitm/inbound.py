@@ -8,6 +8,7 @@ import logging
 import time
 import zlib
 from collections.abc import Callable
+from collections.abc import Sequence
 
 from mitmproxy import http
 from mitmproxy.net.http import status_codes
@@ -60,16 +61,21 @@ _REQUEST_ID_RAW = tuple(name.encode() for name in REQUEST_ID_HEADERS)
 
 
 def stream_headers(
-    resp: http.Response, translated: bool = True, content_type: str = SSE_CT, chunked: bool = False
+    resp: http.Response,
+    translated: bool = True,
+    content_type: str = SSE_CT,
+    chunked: bool = False,
+    puts: Sequence[tuple[bytes, str]] = (),
 ) -> None:
     """The framing of a stream to the client: its content type, no caching, no buffering by a proxy in front
     (``x-accel-buffering: no``); a translated body has neither the upstream's length nor its encoding
     (``chunked``: and is sent chunked, HTTP/1). A pass-through stream (same protocol both sides) keeps the
-    upstream's headers and gains only ``x-accel-buffering: no``. One pass over the headers."""
+    upstream's headers and gains only ``x-accel-buffering: no``. ``puts``: other headers set in the same pass
+    (names outside the framing ones: the result is that of setting them first, ``hdr.edit``)."""
     if not translated:
-        resp.headers["x-accel-buffering"] = "no"
+        hdr.edit(resp.headers, put=[*puts, (b"x-accel-buffering", "no")])
         return
-    put = [(b"content-type", content_type), *_SSE_PUTS]
+    put = [*puts, (b"content-type", content_type), *_SSE_PUTS]
     if chunked:
         put.append((b"transfer-encoding", "chunked"))
     hdr.edit(resp.headers, _REFRAMED_CHUNKED if chunked else _REFRAMED, put)
@@ -124,10 +130,12 @@ def install_stream(
     max_event: int = 0,
     keep_answer: bool = False,
     lint_mode: str = "off",
+    puts: Sequence[tuple[bytes, str]] = (),
 ) -> bool:
     """For a 2xx SSE answer: set up the translator and rewrite the framing headers. False: not streamable
-    (an encoding without an incremental decoder: translated whole in ``response``). ``max_event``: the
-    longest upstream SSE line or event buffered (``dragoman_max_sse_event``)."""
+    (an encoding without an incremental decoder: translated whole in ``response``; the headers untouched).
+    ``max_event``: the longest upstream SSE line or event buffered (``dragoman_max_sse_event``). ``puts``:
+    more headers to set with the framing ones, in the same pass (``stream_headers``)."""
     resp = flow.response
     assert resp is not None
     plan = state.plan
@@ -140,9 +148,9 @@ def install_stream(
         state.translator = PassThrough()
         if track_usage:
             state.usage_tap = PassThroughUsage(plan.upstream, state.ctx, max_event)
-        stream_headers(resp, translated=False)
+        stream_headers(resp, translated=False, puts=puts)
         return True
-    encoding = resp.headers.get("content-encoding", "identity").lower().strip()
+    encoding = (hdr.get(resp.headers, b"content-encoding", "identity") or "").lower().strip()
     if encoding in ("gzip", "x-gzip", "deflate"):
         state.decompressor = zlib.decompressobj(zlib.MAX_WBITS | 32)
     elif encoding not in ("", "identity"):
@@ -157,7 +165,8 @@ def install_stream(
     )
     if track_usage:  # the translator keeps the usage its upstream events carried (``StreamTranslator.usage``)
         state.usage_tap = state.translator
-    stream_headers(resp, content_type=client_stream_type(state), chunked=resp.http_version.startswith("HTTP/1"))
+    chunked = resp.http_version.startswith("HTTP/1")
+    stream_headers(resp, content_type=client_stream_type(state), chunked=chunked, puts=puts)
     return True
 
 

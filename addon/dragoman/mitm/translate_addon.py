@@ -291,13 +291,16 @@ class Translate(TranslateConfig):
             puts.append((ROUTE_HEADER_B, f"{state.upstream_name}/{state.upstream_model}"))
         if self.lossy_header and not state.plan.identity:
             puts.append((LOSSY_HEADER_B, str(state.ctx.dropped.count)))
-        if puts:
-            hdr.edit(resp.headers, put=puts)
-        if not 200 <= resp.status_code < 300:
-            return
-        if not (hdr.get(resp.headers, b"content-type", "") or "").lower().startswith("text/event-stream"):
-            return
-        if not inbound.install_stream(flow, state, self.usage.on, self.max_sse_event, self.keep_answer, self.lint):
+        # (none of ``puts`` is a header read below: a stream's framing headers are set with them, in one pass)
+        if (
+            not 200 <= resp.status_code < 300
+            or not (hdr.get(resp.headers, b"content-type", "") or "").lower().startswith("text/event-stream")
+            or not inbound.install_stream(
+                flow, state, self.usage.on, self.max_sse_event, self.keep_answer, self.lint, puts
+            )
+        ):
+            if puts:
+                hdr.edit(resp.headers, put=puts)
             return
         if self.idle_timeout > 0 and state.relay_token is None:  # the relay watches relayed flows itself
             state.watchdog = IdleWatchdog(flow, self.idle_timeout).start()

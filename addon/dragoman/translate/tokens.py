@@ -25,6 +25,9 @@ import logging
 import math
 import re
 import struct
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
 from collections.abc import Mapping
 from typing import Any
 
@@ -46,7 +49,7 @@ PDF_PAGE_TOKENS = 2000
 #: base64 characters decoded to find an image's size (JPEG headers may sit behind EXIF data)
 IMAGE_HEADER_B64 = 262_144
 
-_ASCII_RUNS = re.compile(r"[\x00-\x7f]+")
+_ASCII_BYTES = bytes(range(0x80))
 _WIDE = re.compile(r"[\u1100-\u11ff\u2e80-\ua4cf\uac00-\ud7af\uf900-\ufaff\uff00-\uffef\U00020000-\U0003ffff]")
 _PDF_PAGE = re.compile(rb"/Type\s*/Page(?![a-zA-Z])")
 
@@ -57,11 +60,65 @@ def text_tokens(text: str) -> int:
         return 0
     if text.isascii():
         return math.ceil(len(text) / 4)
-    rest = _ASCII_RUNS.sub("", text)  # the non-ASCII characters (one pass over the ASCII runs: fast)
+    return _MIXED.get(text)
+
+
+def _mixed_text_tokens(text: str) -> int:
+    """``text_tokens`` of a text with non-ASCII characters."""
+    rest = non_ascii_chars(text)
     non_ascii = len(rest)
     wide = len(_WIDE.findall(rest))
     ascii_chars = len(text) - non_ascii
     return math.ceil(ascii_chars / 4 + wide + (non_ascii - wide) / 2)
+
+
+def non_ascii_chars(text: str) -> str:
+    """The non-ASCII characters of ``text``, in order (``text`` with every ASCII run removed): its UTF-8 bytes
+    without those below 0x80, which are exactly its ASCII characters (every byte of a multi-byte sequence is
+    0x80 or above), decoded again; lone surrogates travel as themselves (``surrogatepass``). C loops only: about
+    twice as fast as a regex removing the ASCII runs, on a Claude Code tool description (issue 31)."""
+    raw = text.encode("utf-8", "surrogatepass").translate(None, _ASCII_BYTES)
+    return raw.decode("utf-8", "surrogatepass")
+
+
+class TextCounts:
+    """``count(text)`` remembered per text, for the last texts counted up to ``budget`` characters in all (the
+    least recently used forgotten first; a text longer than an eighth of it is counted, not kept). A client
+    sends the same tool descriptions, system prompt and history with every request (a Claude Code request's
+    tools alone hold ~45,000 characters, most descriptions with a non-ASCII character): found again by
+    equality of the whole text (its hash, then a compare), never by identity or a digest, so a remembered count
+    is the count of exactly that text. Thread-safe."""
+
+    def __init__(self, count: Callable[[str], int], budget: int) -> None:
+        self.count, self.budget = count, budget
+        self.chars = 0
+        self._known: OrderedDict[str, int] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, text: str) -> int:
+        with self._lock:
+            n = self._known.get(text)
+            if n is not None:
+                self._known.move_to_end(text)
+                return n
+        n = self.count(text)
+        if len(text) <= self.budget // 8:
+            with self._lock:
+                if text not in self._known:
+                    self._known[text] = n
+                    self.chars += len(text)
+                    while self.chars > self.budget:
+                        old, _ = self._known.popitem(last=False)
+                        self.chars -= len(old)
+        return n
+
+    def __len__(self) -> int:
+        return len(self._known)
+
+
+#: the counts of the texts with non-ASCII characters (ASCII text is counted from its length alone): at most
+#: 2 MB of text (1M characters; 4 MB in the rare text with a character beyond U+FFFF)
+_MIXED = TextCounts(_mixed_text_tokens, 1 << 20)
 
 
 def json_tokens(value: Any) -> int:
@@ -70,9 +127,11 @@ def json_tokens(value: Any) -> int:
     if isinstance(value, str):
         return text_tokens(value)
     try:
-        return text_tokens(orjson.dumps(value).decode())
+        raw = orjson.dumps(value)
     except TypeError:
         return text_tokens(str(value))
+    # ASCII JSON (the usual tool schema): as many characters as bytes, counted without decoding
+    return math.ceil(len(raw) / 4) if raw.isascii() else text_tokens(raw.decode())
 
 
 # -- images ----------------------------------------------------------------------------------------
@@ -185,7 +244,7 @@ def document_tokens(block: Mapping[str, Any]) -> int:
 def block_tokens(block: Any, keep_thinking: bool = True) -> int:
     if isinstance(block, str):
         return text_tokens(block)
-    if not isinstance(block, Mapping):
+    if type(block) is not dict and not isinstance(block, Mapping):  # (a parsed body's blocks are dicts)
         return 0
     kind = block.get("type")
     if kind == "text":
@@ -218,7 +277,7 @@ def content_tokens(content: Any, keep_thinking: bool = True) -> int:
 
 
 def tool_tokens(tool: Any) -> int:
-    if not isinstance(tool, Mapping):
+    if type(tool) is not dict and not isinstance(tool, Mapping):
         return 0
     if "input_schema" in tool or tool.get("type") in (None, "custom"):
         return (
@@ -231,6 +290,11 @@ def tool_tokens(tool: Any) -> int:
     return TOOL_OVERHEAD + json_tokens({k: v for k, v in tool.items() if k != "cache_control"})
 
 
+def _mapping(value: object) -> bool:
+    """``isinstance(value, Mapping)``, a parsed JSON object (a ``dict``) answered without the ABC check."""
+    return type(value) is dict or isinstance(value, Mapping)
+
+
 def estimate_input_tokens(body: Mapping[str, Any]) -> int:
     """The estimated ``input_tokens`` of an Anthropic Messages (or count_tokens) request body."""
     total = REQUEST_OVERHEAD
@@ -238,11 +302,11 @@ def estimate_input_tokens(body: Mapping[str, Any]) -> int:
     messages = body.get("messages")
     if isinstance(messages, list):
         last_assistant = max(
-            (i for i, m in enumerate(messages) if isinstance(m, Mapping) and m.get("role") == "assistant"),
+            (i for i, m in enumerate(messages) if _mapping(m) and m.get("role") == "assistant"),
             default=-1,
         )
         for i, msg in enumerate(messages):
-            if not isinstance(msg, Mapping):
+            if type(msg) is not dict and not isinstance(msg, Mapping):
                 continue
             total += MESSAGE_OVERHEAD + content_tokens(msg.get("content"), keep_thinking=i == last_assistant)
     tools = body.get("tools")

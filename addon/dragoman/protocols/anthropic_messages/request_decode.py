@@ -164,7 +164,7 @@ def _search_block(b: m.OtherBlock, pairing: search.SearchPairing, dropped: Dropp
 
 def _blocks_to_parts(blocks: list[m.ContentBlock], dropped: Dropped) -> list[Part]:
     parts: list[Part] = []
-    pairing = search.SearchPairing()
+    pairing: search.SearchPairing | None = None  # made for a message with server blocks only (rare)
     for j, b in enumerate(blocks):
         dropped.at(f"content[{j}]", depth=1)
         _note_block_extras(b, dropped)
@@ -172,6 +172,8 @@ def _blocks_to_parts(blocks: list[m.ContentBlock], dropped: Dropped) -> list[Par
             parts.append(search.text_part(b.text, b.citations, dropped))
             continue
         if type(b) is m.OtherBlock and b.type in ("server_tool_use", search.RESULT):
+            if pairing is None:
+                pairing = search.SearchPairing()
             part = _search_block(b, pairing, dropped)
             if part is not None:
                 parts.append(part)
