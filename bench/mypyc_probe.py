@@ -9,7 +9,7 @@ round by round, and print both with their ratio and the load average. ``mitmdump
 pass-through mitmdump and two Dragoman ones (the repository's, the copy's), interleaved (``bench/mitm.py``);
 ``bench/load.py --sections stream --baseline COPY`` gives the anthropic<-chat figure too.
 
-    .venv/bin/python bench/mypyc_probe.py build /tmp/dragoman-mypyc [--python PY] [--set hot,lint]
+    .venv/bin/python bench/mypyc_probe.py build /tmp/dragoman-mypyc [--python PY] [--set hot[,lint][,mitm]]
     .venv/bin/python bench/mypyc_probe.py translator /tmp/dragoman-mypyc [--rounds 3] [--events 2000]
     .venv/bin/python bench/mypyc_probe.py lint /tmp/dragoman-mypyc [--rounds 3] [--events 2000]
     .venv/bin/python bench/mypyc_probe.py mitmdump /tmp/dragoman-mypyc [--rounds 5] [--events 20000]
