@@ -75,7 +75,7 @@ bench:  ## performance benchmark (issue 6): prints one table, writes bench/resul
 	$(PYTHON) bench/limits.py
 	$(PYTHON) bench/responses_state.py
 	$(PYTHON) bench/caching.py
-	$(PYTHON) bench/lint.py
+	$(PYTHON) bench/lint.py --mitmdump
 
 bench-load:  ## issue 31: Dragoman vs a pass-through mitmdump under four loads, as ratios (also part of `make bench`)
 	@test -x $(PYTHON) || $(MAKE) install

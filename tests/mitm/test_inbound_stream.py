@@ -66,7 +66,7 @@ def test_a_translated_stream_gets_the_plain_callable(tctx, addon):
     "target, opts",
     [
         ("anthropic", {}),  # same protocol both sides: the bytes pass, usage read beside them
-        ("openai-chat", {"dragoman_lint": "log"}),  # the live lint sees every chunk
+        ("openai-chat", {"dragoman_lint": "strict"}),  # the live lint checks our output before it leaves
         ("openai-chat", {"dragoman_keep_answer": True}),  # the view's client-side tap
     ],
 )
@@ -86,6 +86,38 @@ def test_the_plain_callable_gives_the_general_ones_bytes(tctx, addon, name, piec
     assert KEY.encode() not in out and out.count(MASK) == 2  # whole in a delta, and in the tool arguments
     assert b"message_stop" in out and b'"output_tokens":7' in out
     assert addon.flows.get(plain.id).sent == len(out)
+
+
+def _broken_at(stream: bytes, index: int) -> bytes:
+    """``stream`` with its ``index``-th event no ``chat.completion.chunk`` (the upstream lint's violation)."""
+    events = [e + b"\n\n" for e in stream.split(b"\n\n") if e]
+    events[index] = events[index].replace(b'"object":"chat.completion.chunk"', b'"object":"chat.completion"')
+    return b"".join(events)
+
+
+def test_log_mode_lint_rides_the_plain_callable(tctx, addon):
+    f = start_stream(tctx, addon, dragoman_lint="log")
+    assert kind(f.response.stream) == "_plain_callable"
+    assert addon.flows.get(f.id).lint is not None
+
+
+@pytest.mark.parametrize("name, pieces", chunkings(_broken_at(CHAT_STREAM, 3), seeds=4))
+def test_the_plain_callable_lints_as_the_general_one(tctx, addon, name, pieces, caplog):
+    """``dragoman_lint=log`` on the plain callable: the same bytes, the same reports (the upstream's chunk #3,
+    our output clean), each logged once, as the general callable's ``lint.on_stream``."""
+    plain = start_stream(tctx, addon, dragoman_api_key=KEY, dragoman_lint="log")
+    other = start_stream(tctx, addon, dragoman_api_key=KEY, dragoman_lint="log")
+    state = addon.flows.get(other.id)
+    general = sc._general_callable(other.id, state, addon.keys.stream())
+    caplog.set_level("WARNING", logger="dragoman.mitm.guards.lint")
+    out = feed_all(plain.response.stream, [*pieces, b""])
+    logged = [r.getMessage() for r in caplog.records]
+    assert out == feed_all(general, [*pieces, b""])
+    got = addon.flows.get(plain.id).lint.reports
+    assert got == state.lint.reports
+    assert [(r["side"], r["index"]) for r in got] == [("upstream", 3)]
+    assert "object must be 'chat.completion.chunk'" in got[0]["message"]
+    assert len(logged) == 1 and plain.id in logged[0] and "upstream (chat)" in logged[0]
 
 
 def test_the_plain_callable_keeps_the_idle_watchdogs_clock(tctx, addon):

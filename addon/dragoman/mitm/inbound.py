@@ -188,8 +188,9 @@ def stream_callable(
     """mitmproxy's stream callable for a flow whose translator is installed (``install_stream``). Never raises,
     never returns ``b""`` for a data chunk (that would end the client's body). What the flow needs is decided
     here, once: a translated stream with nothing beside the translator (no decompression, tool renaming,
-    recording of a Responses answer, lint or view tap: the usual case) gets ``_plain_callable``, which does per
-    chunk only the translation, the idle watchdog's clock and key masking; anything else the general one."""
+    recording of a Responses answer, view tap or ``strict`` lint: the usual case) gets ``_plain_callable``, which
+    does per chunk only the translation, the idle watchdog's clock, key masking and (``dragoman_lint=log``) the
+    lint's gathering; anything else the general one."""
     masker = keys.stream() if keys else None
     general = _general_callable(flow_id, state, masker)
     if (
@@ -197,7 +198,7 @@ def stream_callable(
         and state.decompressor is None
         and state.renamer is None
         and state.ticket is None
-        and state.lint is None
+        and (state.lint is None or not state.lint.strict)
         and state.client_tap is None
     ):
         return _plain_callable(flow_id, state, masker, general)
@@ -211,6 +212,9 @@ def _plain_callable(
     out, less work per chunk (measured in mitmdump: bench/README.md, "Where the time goes"). The end of the
     stream (``b""``) goes to ``general``, which shares the masker."""
     feed = state.translator.feed
+    # ``log`` mode's lint: both sides gathered per chunk, checked per batch (the general callable's
+    # ``lint.on_stream`` before the end, without its per-chunk branches); the end goes to ``general``
+    lint_feed = state.lint.feed if state.lint is not None else None
     watchdog = state.watchdog
     clock = time.monotonic
     # one configured key (the usual case): a piece that neither holds it, nor ends in a byte a key can begin
@@ -226,6 +230,10 @@ def _plain_callable(
                 watchdog.last = clock()
             state.started = True
             out = feed(data)
+            if lint_feed is not None:
+                found = lint_feed(data, out)
+                if found is not None:
+                    lint.log_found(flow_id, found)
         except Exception as e:  # noqa: BLE001 - an exception here kills the client connection
             logger.exception("flow %s: stream callable failed", flow_id)
             out = _fail(state.translator, f"Dragoman stream failure: {type(e).__name__}", ErrorKind.API_ERROR, 500)

@@ -41,6 +41,12 @@ def _log(flow_id: str, rep: dict[str, Any] | None) -> dict[str, Any] | None:
     return rep
 
 
+def log_found(flow_id: str, found: list[dict[str, Any]]) -> None:
+    """The reports a ``log`` mode batch check found (``FlowLint.feed``), each one log line."""
+    for each in found:
+        _log(flow_id, each)
+
+
 def on_stream(flow_id: str, state: FlowState, upstream: bytes, out: bytes, final: bool) -> bytes:
     """One step of a stream: lint the upstream bytes and our output; -> the output to send. In strict
     mode a violation in our output appends an error event and mutes the rest of the stream."""
@@ -48,8 +54,7 @@ def on_stream(flow_id: str, state: FlowState, upstream: bytes, out: bytes, final
     if not lint.strict and not final:  # log mode: both sides gathered, checked per batch
         found = lint.feed(upstream, out)
         if found is not None:
-            for each in found:
-                _log(flow_id, each)
+            log_found(flow_id, found)
         return out
     if lint.muted:
         return b""
