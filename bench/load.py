@@ -423,6 +423,9 @@ def _translator_rows() -> list[list[str]]:
         return []
     tr = data.get("translator") or {}
     floors = tr.get("floors") or {}
+    env = data.get("env") or {}
+    # the rows are only as fresh as run.py's last translator section: say which run they come from
+    source = f"run.py {str(env.get('date', '?'))[:16]}, git {env.get('git_head', '?')}"
     rows = []
     for d, r in sorted((tr.get("directions") or {}).items()):
         fl = (floors.get(r.get("upstream")) or {}).get("orjson", {}).get("median")
@@ -433,7 +436,7 @@ def _translator_rows() -> list[list[str]]:
         rows.append(
             [
                 "translator alone",
-                d,
+                f"{d} ({source})",
                 f"{us:.2f} µs/event",
                 f"orjson floor {fl:.2f} µs/event",
                 f"{x:.2f}x floor",
