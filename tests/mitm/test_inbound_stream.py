@@ -107,6 +107,7 @@ def test_the_plain_callable_lints_as_the_general_one(tctx, addon, name, pieces, 
     our output clean), each logged once, as the general callable's ``lint.on_stream``."""
     plain = start_stream(tctx, addon, dragoman_api_key=KEY, dragoman_lint="log")
     other = start_stream(tctx, addon, dragoman_api_key=KEY, dragoman_lint="log")
+    assert kind(plain.response.stream) == "_plain_callable"  # so the two callables compared differ
     state = addon.flows.get(other.id)
     general = sc._general_callable(other.id, state, addon.keys.stream())
     caplog.set_level("WARNING", logger="dragoman.mitm.guards.lint")

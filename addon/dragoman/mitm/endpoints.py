@@ -42,9 +42,9 @@ from dragoman.mitm import gemini_calls
 from dragoman.mitm import hosts
 from dragoman.mitm import options
 from dragoman.mitm.guards.scrub import Scrubber
-from dragoman.mitm.inbound import mask_headers
-from dragoman.mitm.inbound import mask_whole
 from dragoman.mitm.keymask import KeyMask
+from dragoman.mitm.keymask import mask_headers
+from dragoman.mitm.keymask import mask_whole
 from dragoman.mitm.outbound import CREDENTIAL_HEADERS
 from dragoman.mitm.outbound import rewrite_auth
 from dragoman.mitm.outbound import strip_credentials

@@ -43,6 +43,11 @@ logger = logging.getLogger(__name__)
 
 JSON_CT = "application/json"
 SSE_CT = "text/event-stream; charset=utf-8"
+#: the response header naming who answered a routed request
+ROUTE_HEADER = "x-dragoman-route"
+#: response header: the number of entries in a translated flow's lossiness report (``dragoman_lossy_header``)
+LOSSY_HEADER = "x-dragoman-lossy"
+ROUTE_HEADER_B, LOSSY_HEADER_B = ROUTE_HEADER.encode(), LOSSY_HEADER.encode()
 #: headers every translated stream carries: no cache may keep it, and no proxy in front of Dragoman (nginx's
 #: ``proxy_buffering``, honoured per response through ``X-Accel-Buffering``) may hold it back to the end
 SSE_HEADERS = (("content-type", SSE_CT), ("cache-control", "no-cache"), ("x-accel-buffering", "no"))
@@ -114,6 +119,24 @@ def request_id_puts(resp: http.Response, state: FlowState) -> list[tuple[bytes, 
     state.request_id = rid
     name = b"request-id" if state.plan.client is Protocol.ANTHROPIC_MESSAGES else b"x-request-id"
     return [] if name in present else [(name, rid)]
+
+
+def answer_puts(resp: http.Response, state: FlowState, lossy_header: bool) -> list[tuple[bytes, str]]:
+    """The headers Dragoman adds to an answer: the request id under the client's name for it, who answered a
+    routed request (``x-dragoman-route``), the lossiness report's size (``dragoman_lossy_header``)."""
+    puts = request_id_puts(resp, state)
+    if state.upstream_name:
+        puts.append((ROUTE_HEADER_B, f"{state.upstream_name}/{state.upstream_model}"))
+    if lossy_header and not state.plan.identity:
+        puts.append((LOSSY_HEADER_B, str(state.ctx.dropped.count)))
+    return puts
+
+
+def is_sse_2xx(resp: http.Response) -> bool:
+    """A 2xx answer whose body is an SSE stream (what ``install_stream`` may translate event by event)."""
+    if not 200 <= resp.status_code < 300:
+        return False
+    return (hdr.get(resp.headers, b"content-type", "") or "").lower().startswith("text/event-stream")
 
 
 def carry_request_id(resp: http.Response, state: FlowState) -> None:
@@ -418,25 +441,3 @@ def translate_whole(flow: http.HTTPFlow, state: FlowState, lossy_header: bytes =
     if puts:
         hdr.edit(resp.headers, put=puts)
     resp.content = out
-
-
-def mask_headers(resp: http.Response, keys: KeyMask) -> None:
-    """Response headers quoting a configured key reach the client with the key masked."""
-    if not keys:
-        return
-    fields = resp.headers.fields
-    every = b"\n".join(value for _, value in fields)  # one search per key over all the values (no key holds LF)
-    if any(secret in every for secret in keys.secrets):
-        resp.headers.fields = tuple((name, keys.mask(value)) for name, value in fields)
-
-
-def mask_whole(flow: http.HTTPFlow, keys: KeyMask) -> None:
-    """A whole answer quoting a configured key reaches the client with the key masked."""
-    resp = flow.response
-    if not keys or resp is None or resp.stream:
-        return
-    body = hdr.body(resp)
-    if body:
-        masked = keys.mask(body)
-        if masked is not body and masked != body:
-            resp.content = masked

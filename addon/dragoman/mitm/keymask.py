@@ -1,6 +1,7 @@
 """The configured keys never reach a client: an upstream that quotes the key it received (``invalid x-api-key
 sk-...``) in an error body, a stream event or anything else it answers has that key replaced by ``MASK``
-before the answer leaves, whole bodies and streams alike (a key split across stream chunks included).
+before the answer leaves, whole bodies and streams alike (a key split across stream chunks included), and its
+headers (``mask_headers``, ``mask_whole``: a mitmproxy answer's).
 
 Only keys of at least ``MIN_LENGTH`` characters are masked: a shorter "key" would mangle ordinary text.
 """
@@ -8,6 +9,10 @@ Only keys of at least ``MIN_LENGTH`` characters are masked: a shorter "key" woul
 from __future__ import annotations
 
 from collections.abc import Iterable
+
+from mitmproxy import http
+
+from dragoman.mitm.relay import headers as hdr
 
 MASK = b"[key masked by Dragoman]"
 MIN_LENGTH = 8
@@ -92,3 +97,25 @@ def _partial_tail(data: bytes, secret: bytes) -> int:
             return len(data) - i
         i = data.find(first, i + 1)
     return 0
+
+
+def mask_headers(resp: http.Response, keys: KeyMask) -> None:
+    """Response headers quoting a configured key reach the client with the key masked."""
+    if not keys:
+        return
+    fields = resp.headers.fields
+    every = b"\n".join(value for _, value in fields)  # one search per key over all the values (no key holds LF)
+    if any(secret in every for secret in keys.secrets):
+        resp.headers.fields = tuple((name, keys.mask(value)) for name, value in fields)
+
+
+def mask_whole(flow: http.HTTPFlow, keys: KeyMask) -> None:
+    """A whole answer quoting a configured key reaches the client with the key masked."""
+    resp = flow.response
+    if not keys or resp is None or resp.stream:
+        return
+    body = hdr.body(resp)
+    if body:
+        masked = keys.mask(body)
+        if masked is not body and masked != body:
+            resp.content = masked

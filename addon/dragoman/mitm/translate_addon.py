@@ -30,6 +30,7 @@ from dragoman.logsafe import logsafe
 from dragoman.mitm import faults
 from dragoman.mitm import hosts
 from dragoman.mitm import inbound
+from dragoman.mitm import keymask
 from dragoman.mitm import outbound
 from dragoman.mitm.faults import IdleWatchdog
 from dragoman.mitm.flowstate import METADATA_KEY
@@ -71,11 +72,7 @@ logger = logging.getLogger(__name__)
 JSON_CT = inbound.JSON_CT
 #: the framing a translated request body replaces (its length is set anew)
 _NEW_BODY_DROP = frozenset({b"content-encoding", b"transfer-encoding"})
-#: the response header naming who answered a routed request
-ROUTE_HEADER = "x-dragoman-route"
-#: response header: the number of entries in a translated flow's lossiness report (``dragoman_lossy_header``)
-LOSSY_HEADER = "x-dragoman-lossy"
-ROUTE_HEADER_B, LOSSY_HEADER_B = ROUTE_HEADER.encode(), LOSSY_HEADER.encode()
+ROUTE_HEADER, LOSSY_HEADER = inbound.ROUTE_HEADER, inbound.LOSSY_HEADER
 
 
 def default_match(flow: http.HTTPFlow) -> bool:
@@ -285,17 +282,12 @@ class Translate(TranslateConfig):
         if state is None or flow.response is None or flow.is_replay:
             return
         resp = flow.response
-        inbound.mask_headers(resp, self.keys)
-        puts = inbound.request_id_puts(resp, state)
-        if state.upstream_name:
-            puts.append((ROUTE_HEADER_B, f"{state.upstream_name}/{state.upstream_model}"))
-        if self.lossy_header and not state.plan.identity:
-            puts.append((LOSSY_HEADER_B, str(state.ctx.dropped.count)))
+        keymask.mask_headers(resp, self.keys)
         # (none of ``puts`` is a header read below: a stream's framing headers are set with them, in one pass)
-        if (
-            not 200 <= resp.status_code < 300
-            or not (hdr.get(resp.headers, b"content-type", "") or "").lower().startswith("text/event-stream")
-            or not inbound.install_stream(
+        puts = inbound.answer_puts(resp, state, self.lossy_header)
+        if not (
+            inbound.is_sse_2xx(resp)
+            and inbound.install_stream(
                 flow, state, self.usage.on, self.max_sse_event, self.keep_answer, self.lint, puts
             )
         ):
@@ -332,11 +324,11 @@ class Translate(TranslateConfig):
             if self.keep_answer:  # the view's upstream side of a whole answer, read before it is translated
                 state.upstream_whole = inbound.assemble_whole(flow.response, state.plan.upstream)
             # the whole answer has not left yet: its lossy count is the full one (set with its other headers)
-            inbound.translate_whole(flow, state, LOSSY_HEADER_B if self.lossy_header else b"")
+            inbound.translate_whole(flow, state, inbound.LOSSY_HEADER_B if self.lossy_header else b"")
         if state.ticket is not None and state.translator is None and 200 <= flow.response.status_code < 300:
             state.ticket.offer_whole(state, hdr.body(flow.response))
         lint.whole_after(flow, state, linted, upstream_status)
-        inbound.mask_whole(flow, self.keys)
+        keymask.mask_whole(flow, self.keys)
         self._show_upstream(flow, state)
         if state.answer_tap is not None and flow.response.raw_content is None:
             # mitmproxy keeps no streamed body (None: "content missing", no content view is asked); an empty

@@ -42,8 +42,6 @@ from dragoman.translate.plan import parse_model_map
 logger = logging.getLogger(__name__)
 
 JSON_CT = inbound.JSON_CT
-#: the response header naming who answered a routed request
-ROUTE_HEADER = "x-dragoman-route"
 SHORTHAND_OPTIONS = ("dragoman_target", "dragoman_upstream", "dragoman_api_key", "dragoman_model_map")
 ROUTING_OPTIONS = frozenset({"dragoman_config", "dragoman_profile", *SHORTHAND_OPTIONS})
 CONTEXT_OPTIONS = frozenset({"dragoman_strict", "dragoman_chat_reasoning", "dragoman_chat_max_tokens_field"})

@@ -244,7 +244,7 @@ def document_tokens(block: Mapping[str, Any]) -> int:
 def block_tokens(block: Any, keep_thinking: bool = True) -> int:
     if isinstance(block, str):
         return text_tokens(block)
-    if type(block) is not dict and not isinstance(block, Mapping):  # (a parsed body's blocks are dicts)
+    if not _mapping(block):
         return 0
     kind = block.get("type")
     if kind == "text":
@@ -277,7 +277,7 @@ def content_tokens(content: Any, keep_thinking: bool = True) -> int:
 
 
 def tool_tokens(tool: Any) -> int:
-    if type(tool) is not dict and not isinstance(tool, Mapping):
+    if not _mapping(tool):
         return 0
     if "input_schema" in tool or tool.get("type") in (None, "custom"):
         return (
@@ -306,7 +306,7 @@ def estimate_input_tokens(body: Mapping[str, Any]) -> int:
             default=-1,
         )
         for i, msg in enumerate(messages):
-            if type(msg) is not dict and not isinstance(msg, Mapping):
+            if not _mapping(msg):
                 continue
             total += MESSAGE_OVERHEAD + content_tokens(msg.get("content"), keep_thinking=i == last_assistant)
     tools = body.get("tools")
