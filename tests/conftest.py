@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import sys
 from pathlib import Path
 
@@ -15,9 +16,18 @@ os.environ["DRAGOMAN_LEDGER"] = "off"
 os.environ["DRAGOMAN_RESPONSES_STORE"] = "off"  # tests that want the response store set it themselves
 
 
+def frames(data: bytes) -> list[bytes]:
+    """One SSE frame per chunk (each ends with its blank line), as upstreams write them."""
+    return [f for f in re.split(rb"(?<=\n\n)|(?<=\r\n\r\n)", data) if f]
+
+
 def chunkings(data: bytes, seeds: int = 6) -> list[tuple[str, list[bytes]]]:
-    """Whole; byte by byte; seeded random splits; splits inside every multi-byte UTF-8 character."""
+    """Whole; one SSE frame per chunk (what upstreams send: the translator's shortcut); byte by byte; seeded
+    random splits; splits inside every multi-byte UTF-8 character."""
     out: list[tuple[str, list[bytes]]] = [("whole", [data])]
+    each = frames(data)
+    if len(each) > 1:
+        out.append(("frames", each))
     if len(data) <= 200_000:
         out.append(("bytewise", [data[i : i + 1] for i in range(len(data))]))
     for seed in range(seeds):

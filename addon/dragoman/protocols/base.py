@@ -100,6 +100,13 @@ class StreamDecoder(ABC):
     def close(self) -> list[StreamEvent]:
         """End of upstream bytes. Raises ``UpstreamProtocolError`` when the stream ended early."""
 
+    def shortcut(self, raw: bytes) -> tuple[type[StreamEvent], int, bytes] | None:
+        """``raw``, one whole SSE frame with nothing pending before it, read without a parse when it is a
+        delta this decoder learnt (``protocols._shape``) for the block open now: ``(TextDelta or
+        ThinkingDelta, block index, the text as orjson's JSON string token)``, and nothing in the decoder
+        changed; None: ``feed`` it. The default learns nothing."""
+        return None
+
 
 class StreamEncoder(ABC):
     """IR stream events -> client SSE bytes, owning the client protocol's framing and id allocation."""
@@ -114,6 +121,11 @@ class StreamEncoder(ABC):
     @abstractmethod
     def close(self) -> bytes:
         """Anything owed at the end of a well-formed stream (e.g. Chat's ``[DONE]``)."""
+
+    def literal(self, kind: type[StreamEvent], index: int, token: bytes) -> bytes | None:
+        """``encode(kind(index, text))`` given ``text`` as its JSON string token (``StreamDecoder.shortcut``),
+        when this encoder's hot path would write it from the token alone; None: it needs ``encode``."""
+        return None
 
     def keepalive(self) -> bytes:
         """The client protocol's keepalive, sent when the upstream sent one: an SSE comment (Chat and

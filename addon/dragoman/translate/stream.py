@@ -69,7 +69,7 @@ _NOT_HOT = frozenset((StreamError, Keepalive, MessageStart, MessageDelta))
 
 
 class StreamTranslator:
-    __slots__ = ("phase", "_sse", "_dec", "_enc", "events_in", "error_info", "report", "usage")
+    __slots__ = ("phase", "_sse", "_dec", "_enc", "events_in", "error_info", "report", "usage", "_short", "_literal")
 
     def __init__(
         self, decoder: StreamDecoder, encoder: StreamEncoder, max_event: int = 0, report: LossReport | None = None
@@ -88,6 +88,14 @@ class StreamTranslator:
         self.report = report if report is not None else LossReport()
         #: the usage the upstream's events reported so far (``MessageStart``, ``MessageDelta``), merged
         self.usage: Usage | None = None
+        #: the decoder's ``shortcut`` when both sides have one (a codec's default is the base class's)
+        self._short = (
+            decoder.shortcut
+            if type(decoder).shortcut is not StreamDecoder.shortcut
+            and type(encoder).literal is not StreamEncoder.literal
+            else None
+        )
+        self._literal = encoder.literal
 
     @property
     def encoder(self) -> StreamEncoder:
@@ -96,9 +104,19 @@ class StreamTranslator:
     def feed(self, data: bytes) -> bytes:
         if self.phase is not _STREAMING:
             return self._feed_other(data)
-        # the hot path (one call per upstream HTTP chunk): one upstream event giving one IR event goes
-        # straight from the decoder to the encoder (no output list, no join); anything else: ``_events``
+        # the hot path (one call per upstream HTTP chunk). A learnt delta frame again goes from the decoder's
+        # ``shortcut`` to the encoder's ``literal`` as bytes (no parse, no IR event); one upstream event giving
+        # one IR event goes straight from the decoder to the encoder (no output list, no join); anything
+        # else: ``_events``
         try:
+            sc = self._short
+            if sc is not None and self._sse.ready(data):  # nothing pending: the frame is read alone
+                hit = sc(data)
+                if hit is not None:
+                    out = self._literal(*hit)
+                    if out is not None:
+                        self.events_in += 1
+                        return out
             sse = self._sse.one(data)
             if sse is None:
                 return self._events(self._sse.feed(data), None, ())

@@ -340,6 +340,14 @@ class AnthropicStreamEncoder(SearchBlocks, StreamEncoder):
             self._block_event(out, ev)
         return bytes(out)
 
+    def literal(self, kind: type[StreamEvent], index: int, token: bytes) -> bytes | None:
+        # ``encode``'s hot path for a text / thinking delta, the text already a JSON string token
+        if self.phase is EncPhase.STREAMING:
+            b = self._blocks.get(index)
+            if b is not None and b.fast is kind and b.status is BlockStatus.OPEN:
+                return b.prefix + token + _DELTA_TAIL
+        return None
+
     def _block_start(self, out: bytearray, ev: BlockStart) -> None:
         if self.phase is EncPhase.ENDING:
             raise UpstreamProtocolError(f"BlockStart after MessageDelta in phase {self.phase.name}")

@@ -41,6 +41,8 @@ from dragoman.ir.search import Citation
 from dragoman.protocols._checks import COMPACT_AT
 from dragoman.protocols._checks import ToolArgs
 from dragoman.protocols._custom_args import unwrap_custom_args
+from dragoman.protocols._shape import Shape
+from dragoman.protocols._shape import learn
 from dragoman.protocols.base import Context
 from dragoman.protocols.base import StreamDecoder
 from dragoman.protocols.openai_chat import gemini
@@ -57,6 +59,11 @@ _loads = orjson.loads
 #: hot-path constants (one global lookup instead of a global plus an attribute per delta)
 _TEXT = BlockKind.TEXT
 _THINKING = BlockKind.THINKING
+_CONTENT_KEY = b'"content":'
+_REASONING_KEY = b'"reasoning_content":'
+#: how many times a stream may learn a delta's ``Shape``: once per kind, again after a frame missed it (a
+#: stream whose deltas never match stops trying)
+_LEARNS = 32
 
 
 class Phase(Enum):
@@ -105,6 +112,10 @@ class ChatStreamDecoder(StreamDecoder):
         self.in_thought = False
         #: url_citation annotations waiting for the stop of the text block they cite
         self._cites: list[Citation] = []
+        #: the learnt frames of a plain text / ``reasoning_content`` delta (``shortcut``)
+        self._shapes: dict[BlockKind, Shape] = {}
+        self._learns = _LEARNS
+        self._missed = False
 
     # -- interface
 
@@ -153,6 +164,7 @@ class ChatStreamDecoder(StreamDecoder):
                         if choice is None:
                             return out
                     delta = choice.get("delta")
+                    learnt = None  # a plain text or reasoning delta of the open block: its kind (``_learn``)
                     if delta:
                         c = delta.get("content")
                         # fast path: a plain text delta (optionally with the role), the bulk of every stream
@@ -160,6 +172,7 @@ class ChatStreamDecoder(StreamDecoder):
                             if c:
                                 if self._cur_kind is _TEXT:
                                     out.append(TextDelta(self._cur, c))
+                                    learnt = _TEXT
                                 else:
                                     self._text_start(c, out)
                         elif c is None and len(delta) == 1 and (tcs := delta.get("tool_calls")):
@@ -174,17 +187,59 @@ class ChatStreamDecoder(StreamDecoder):
                         ):  # fast path: {"content": null, "reasoning_content": "..."} (DeepSeek, vLLM)
                             idx = self._cur if self._cur_kind is _THINKING else self._switch(_THINKING, out)
                             out.append(ThinkingDelta(idx, r))
+                            learnt = _THINKING
                         else:
                             self._delta(delta, c, out)
                     fr = choice.get("finish_reason")
                     if fr is not None:
                         self._on_finish(fr, out)
+                    elif (
+                        learnt is not None
+                        and (self._missed or learnt not in self._shapes)
+                        and self._learns
+                        and len(out) == 1
+                        and u is None
+                        and xg is None
+                    ):
+                        self._learn(ev, obj, learnt, out[0])  # type: ignore[arg-type]
             return out
         except (TypeError, AttributeError, KeyError, IndexError, ValueError) as e:
             # the chunk is hand-parsed for speed: a field of the wrong JSON type lands here
             raise UpstreamProtocolError(
                 f"malformed Chat stream chunk ({type(e).__name__}: {e}) in phase {self.phase.name}"
             ) from e
+
+    def shortcut(self, raw: bytes) -> tuple[type[StreamEvent], int, bytes] | None:
+        """A whole frame that is the learnt text / reasoning delta of the open block again (``_shape``): the
+        delta's kind, its block, its text as a JSON string token; None: decode the frame (``feed``)."""
+        if self.phase is not _STREAMING:
+            return None
+        kind = self._cur_kind
+        shape = self._shapes.get(kind)  # type: ignore[arg-type]
+        if shape is None:
+            return None
+        tok = shape.match(raw)
+        if tok is None:
+            if raw[-2:] == b"\n\n":  # a whole frame (not the start of one split across reads): learn again
+                self._missed = True
+            return None
+        return (TextDelta if kind is _TEXT else ThinkingDelta), self._cur, tok
+
+    def _learn(self, ev: SSEEvent, obj: dict[str, Any], kind: BlockKind, out: TextDelta | ThinkingDelta) -> None:
+        """Learn the frame of ``ev``, a chunk that was nothing but the delta ``out`` of the open block."""
+        if ev.event is not None or len(obj["choices"]) != 1:
+            return
+        self._missed = False
+        pad = obj.get("obfuscation")  # OpenAI's padding, the chunk's last member
+        if pad.__class__ is not str or next(reversed(obj)) != "obfuscation":
+            pad = None
+        key = _CONTENT_KEY if kind is _TEXT else _REASONING_KEY
+        shape = learn(ev.data, key, out.text, pad)
+        old = self._shapes.get(kind)
+        if shape is None or old is None or shape != old:  # the same frame again costs no try
+            self._learns -= 1
+        if shape is not None:
+            self._shapes[kind] = shape
 
     def close(self) -> list[StreamEvent]:
         phase = self.phase

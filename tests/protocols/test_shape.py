@@ -1,0 +1,118 @@
+"""``protocols._shape``: a learnt delta frame read again without a parse gives what a parse would."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import orjson
+import pytest
+
+from dragoman.protocols._shape import Shape
+from dragoman.protocols._shape import learn
+
+HEAD = '{"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":'
+
+
+def _payload(tok: str, tail: str = '},"finish_reason":null}]}') -> str:
+    return HEAD + tok + tail
+
+
+def _shape(pad: str | None = None) -> Shape:
+    tail = '},"finish_reason":null}]' + (f',"obfuscation":"{pad}"' if pad is not None else "") + "}"
+    shape = learn(_payload('"hello"', tail), b'"content":', "hello", pad)
+    assert shape is not None
+    return shape
+
+
+def _frame(tok: bytes, pad: bytes | None = None) -> bytes:
+    tail = b'},"finish_reason":null}]' + (b',"obfuscation":"' + pad + b'"' if pad is not None else b"") + b"}\n\n"
+    return b"data: " + HEAD.encode() + tok + tail
+
+
+def test_learn_cuts_around_the_text():
+    shape = _shape()
+    assert shape.head == b"data: " + HEAD.encode()
+    assert shape.match(_frame(b'"world"')) == b'"world"'
+
+
+@pytest.mark.parametrize(
+    ("tok", "want"),
+    [
+        (b'"plain"', b'"plain"'),
+        ('"na\u00efve \U0001f600"'.encode(), '"na\u00efve \U0001f600"'.encode()),
+        (b'"a\\nb\\"c\\\\d\\t"', b'"a\\nb\\"c\\\\d\\t"'),  # escapes orjson writes the same: kept
+        (b'"caf\\u00e9"', '"caf\u00e9"'.encode()),  # another spelling: rewritten as orjson writes it
+        (b'"a\\/b"', b'"a/b"'),
+        (b'"\\u0001"', b'"\\u0001"'),
+        (b'"\\ud83d\\ude00"', '"\U0001f600"'.encode()),
+    ],
+)
+def test_the_token_is_what_orjson_writes(tok, want):
+    got = _shape().match(_frame(tok))
+    assert got == want
+    assert got == orjson.dumps(orjson.loads(tok))
+
+
+@pytest.mark.parametrize(
+    "tok",
+    [
+        b'""',  # empty: the usual way sends nothing
+        b'"a"b"',  # a raw quote: not one token
+        b'"a\x01b"',  # a raw control character: invalid JSON
+        b'"a\nb"',
+        b'"\xff\xfe"',  # invalid UTF-8
+        b'"\xed\xa0\x80"',  # a surrogate encoded in UTF-8
+        b'"\\ud800"',  # a lone surrogate escape
+        b'"\\x41"',  # no such escape
+        b'"\\u12"',
+        b'"open',
+        b"123",
+        b"null",
+    ],
+)
+def test_anything_else_is_not_matched(tok):
+    assert _shape().match(_frame(tok)) is None
+
+
+def test_other_frames_are_not_matched():
+    shape = _shape()
+    assert shape.match(_frame(b'"x"')[:-1]) is None  # not a whole frame
+    assert shape.match(_frame(b'"x"') + _frame(b'"y"')) is None  # two frames
+    assert shape.match(_frame(b'"x"').replace(b'"index":0', b'"index":1')) is None
+    assert shape.match(b"event: x\n" + _frame(b'"x"')) is None
+    assert shape.match(_frame(b'"x"', pad=b"abc")) is None  # a padding string it did not learn
+
+
+def test_a_padding_string_varies():
+    shape = _shape(pad="Qk3")
+    assert shape.match(_frame(b'"x"', pad=b"a")) == b'"x"'
+    assert shape.match(_frame(b'"x"', pad=b"")) == b'"x"'
+    assert shape.match(_frame(b'"x"', pad=b"0123456789abcdefghij")) == b'"x"'
+    for bad in (b'a"b', b"a\\b", b"\xc3\xa9", b"a\x01"):
+        assert shape.match(_frame(b'"x"', pad=bad)) is None, bad
+    # the text may hold what the padding's literal holds, escaped
+    tok = b'"},\\"finish_reason\\":null}],\\"obfuscation\\":\\"z\\""'
+    assert shape.match(_frame(tok, pad=b"p")) == tok
+
+
+def test_learn_refuses_what_it_cannot_cut():
+    assert learn(_payload('"caf\\u00e9"'), b'"content":', "caf\u00e9", None) is None  # another spelling
+    twice = '{"a":{"content":"x"},"b":{"content":"x"}}'
+    assert learn(twice, b'"content":', "x", None) is None
+    assert learn(_payload('"x"'), b'"content":', "x", "pad") is None  # no padding member last
+    assert learn(_payload('"x"', '},"obfuscation":"a\\"b"}'), b'"content":', "x", 'a"b') is None
+
+
+def test_random_texts_match_as_a_parse_would():
+    shape = _shape()
+    rng = random.Random(7)
+    alphabet = ['"', "\\", "\n", "\t", "\x01", "\x1f", "/", "\u00e9", "\U0001f600", "\u2028", "\x7f", "a", " ", "}"]
+    hits = 0
+    for _ in range(2000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 12)))
+        for tok in (orjson.dumps(text), json.dumps(text).encode(), json.dumps(text, ensure_ascii=False).encode()):
+            got = shape.match(_frame(tok))
+            assert got == orjson.dumps(text), (text, tok)
+            hits += 1
+    assert hits == 6000

@@ -1,0 +1,187 @@
+"""The stream translator's shortcut (``StreamDecoder.shortcut`` -> ``StreamEncoder.literal``) changes nothing.
+
+A delta frame the decoder learnt goes to the client as bytes without a parse; every stream here is translated
+twice, with the shortcut and with it off, over one frame per chunk (what upstreams send, where the shortcut
+runs) and every other chunking, and must give the same bytes; the shortcut must actually have run where it
+can (counted), so a shortcut that never fires cannot pass for one that works.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+
+import orjson
+import pytest
+
+from conftest import chunkings
+from conftest import frames
+from conftest import run_stream
+from corpus_loader import samples
+from dragoman.protocols import Protocol
+from dragoman.protocols.base import Context
+from dragoman.protocols.registry import get_codec
+from dragoman.translate.plan import Plan
+from dragoman.translate.request import translate_request
+from dragoman.translate.stream import StreamTranslator
+
+CLIENTS = (Protocol.ANTHROPIC_MESSAGES, Protocol.OPENAI_CHAT, Protocol.OPENAI_RESPONSES, Protocol.GEMINI)
+_REQUESTS = {
+    Protocol.ANTHROPIC_MESSAGES: {
+        "model": "m",
+        "max_tokens": 100,
+        "stream": True,
+        "messages": [{"role": "user", "content": "hi"}],
+    },
+    Protocol.OPENAI_CHAT: {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]},
+    Protocol.OPENAI_RESPONSES: {"model": "m", "stream": True, "input": "hi"},
+    Protocol.GEMINI: {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]},
+}
+
+
+def _translator(client: Protocol, upstream: Protocol, short: bool) -> tuple[StreamTranslator, list[int]]:
+    ctx = Context()
+    plan = Plan(client, upstream)
+    translate_request(orjson.dumps(_REQUESTS[client]), plan, ctx)
+    tr = StreamTranslator(get_codec(upstream).stream_decoder(ctx), get_codec(client).stream_encoder(ctx), 8 << 20)
+    hits = [0]
+    if not short:
+        tr._short = None
+    else:
+        literal = tr._literal
+
+        def counted(kind, index, tok):
+            out = literal(kind, index, tok)
+            hits[0] += out is not None
+            return out
+
+        tr._literal = counted
+    return tr, hits
+
+
+def _both(client: Protocol, upstream: Protocol, pieces: list[bytes]) -> tuple[bytes, bytes, int]:
+    on, hits = _translator(client, upstream, True)
+    off, _ = _translator(client, upstream, False)
+    return run_stream(on, pieces), run_stream(off, pieces), hits[0]
+
+
+def _chat_frame(delta: dict | bytes, pad: str | None = "Qk", finish=None) -> bytes:
+    d = delta if isinstance(delta, bytes) else orjson.dumps(delta)
+    obj = (
+        b'{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":'
+        + d
+        + b',"logprobs":null,"finish_reason":'
+        + orjson.dumps(finish)
+        + b"}]"
+        + (b',"obfuscation":' + orjson.dumps(pad) if pad is not None else b"")
+        + b"}"
+    )
+    return b"data: " + obj + b"\n\n"
+
+
+def _chat_stream(texts: list[bytes], thinking: list[bytes] = (), pad: bool = True) -> bytes:
+    """A DeepSeek/OpenAI-shaped Chat stream whose deltas carry the given JSON string tokens as they are."""
+    rng = random.Random(len(texts))
+
+    def p() -> str | None:
+        return "".join(rng.choice("abcXYZ019") for _ in range(rng.randint(0, 9))) if pad else None
+
+    out = [_chat_frame({"role": "assistant", "content": None, "reasoning_content": ""}, p())]
+    out += [_chat_frame(b'{"content":null,"reasoning_content":' + t + b"}", p()) for t in thinking]
+    out += [_chat_frame(b'{"content":' + t + b"}", p()) for t in texts]
+    out.append(_chat_frame({}, p(), finish="stop"))
+    out.append(
+        b'data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[],'
+        b'"usage":{"prompt_tokens":5,"completion_tokens":7,"total_tokens":12}}\n\n'
+    )
+    out.append(b"data: [DONE]\n\n")
+    return b"".join(out)
+
+
+def _tokens(rng: random.Random, n: int) -> list[bytes]:
+    alphabet = ['"', "\\", "\n", "/", "\u00e9", "\U0001f600", "\u2028", "\x01", "a", "b", " ", "}", "],"]
+    out = []
+    for _ in range(n):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 8)))
+        out.append(
+            rng.choice(
+                (orjson.dumps, lambda t: json.dumps(t).encode(), lambda t: json.dumps(t, ensure_ascii=False).encode())
+            )(text)
+        )
+    return out
+
+
+@pytest.mark.parametrize("client", CLIENTS, ids=lambda p: p.value)
+def test_a_deepseek_shaped_stream_is_the_same_with_the_shortcut(client):
+    rng = random.Random(1)
+    data = _chat_stream(_tokens(rng, 300), _tokens(rng, 200))
+    for name, pieces in [("frames", frames(data)), *chunkings(data, seeds=3)]:
+        on, off, hits = _both(client, Protocol.OPENAI_CHAT, pieces)
+        assert on == off, name
+        if name == "frames" and client is Protocol.ANTHROPIC_MESSAGES:
+            assert hits >= 450, hits  # all but the first delta of each block and the one learnt from
+
+
+def test_frames_without_padding_and_with_a_new_padding_member():
+    rng = random.Random(2)
+    for data in (_chat_stream(_tokens(rng, 50), pad=False), _chat_stream(_tokens(rng, 50), pad=True)):
+        on, off, hits = _both(Protocol.ANTHROPIC_MESSAGES, Protocol.OPENAI_CHAT, frames(data))
+        assert on == off
+        assert hits >= 45
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [b'"a\x01b"', b'"\xff\xfe"', b'"\\ud800"', b'"a"b"', b"123", b'"\\q"'],
+    ids=["control", "utf8", "surrogate", "quote", "number", "escape"],
+)
+def test_a_broken_delta_after_learnt_ones_fails_as_without_the_shortcut(bad):
+    data = _chat_stream([b'"one"', b'"two"', b'"three"', bad, b'"after"'])
+    on, off, hits = _both(Protocol.ANTHROPIC_MESSAGES, Protocol.OPENAI_CHAT, frames(data))
+    assert on == off
+    assert hits >= 1  # "three" (the first opens the block, "two" is learnt)
+
+
+def test_a_frame_that_differs_elsewhere_takes_the_usual_way():
+    data = _chat_stream([b'"one"', b'"two"', b'"three"', b'"four"'])
+    # the fourth delta carries a finish_reason and usage: same text slot, different frame
+    odd = _chat_frame({"content": "four"}, "Qk", finish="length").replace(
+        b'"obfuscation"', b'"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3},"obfuscation"'
+    )
+    data = data.replace(frames(data)[4], odd)
+    on, off, hits = _both(Protocol.ANTHROPIC_MESSAGES, Protocol.OPENAI_CHAT, frames(data))
+    assert on == off
+    assert b'"stop_reason":"max_tokens"' in on
+
+
+@pytest.mark.parametrize("s", samples("openai-chat", stream=True), ids=repr)
+@pytest.mark.parametrize("client", CLIENTS, ids=lambda p: p.value)
+def test_corpus_chat_streams_are_the_same_with_the_shortcut(s, client):
+    for name, pieces in [("frames", frames(s.body)), ("whole", [s.body])]:
+        on, off, _ = _both(client, Protocol.OPENAI_CHAT, pieces)
+        assert on == off, name
+
+
+@pytest.mark.parametrize(
+    ("name", "least"),
+    [("deepseek-reasoning-content", 190), ("openrouter-reasoning", 90), ("plain-text-usage", 290)],
+)
+def test_the_shortcut_fires_on_real_streams(name, least):
+    """DeepSeek's, OpenRouter's and OpenAI's (with its padding) deltas: all but a few frames per block."""
+    s = next(x for x in samples("openai-chat", stream=True) if name in x.name)
+    on, off, hits = _both(Protocol.ANTHROPIC_MESSAGES, Protocol.OPENAI_CHAT, frames(s.body))
+    assert on == off
+    assert hits >= least, hits
+
+
+def test_only_pairs_that_both_have_it_take_it():
+    for client in CLIENTS:
+        for upstream in CLIENTS:
+            if client is upstream:
+                continue
+            tr, _ = _translator(client, upstream, True)
+            dec = type(get_codec(upstream).stream_decoder(Context()))
+            assert (tr._short is not None) == ("shortcut" in dec.__dict__ and "literal" in type(tr.encoder).__dict__), (
+                client,
+                upstream,
+            )
