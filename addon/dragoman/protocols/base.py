@@ -84,6 +84,10 @@ class Context:
         return self.request.custom_tool_names() if self.request is not None else set()
 
 
+#: ``StreamEncoder.literal``: (delta event class, block index, JSON string token) -> client bytes, or None
+Literal = Callable[[type, int, bytes], "bytes | None"]
+
+
 class StreamDecoder(ABC):
     """Upstream SSE events -> IR stream events, enforcing the source protocol's event order.
 
@@ -100,11 +104,13 @@ class StreamDecoder(ABC):
     def close(self) -> list[StreamEvent]:
         """End of upstream bytes. Raises ``UpstreamProtocolError`` when the stream ended early."""
 
-    def shortcut(self, raw: bytes) -> tuple[type[StreamEvent], int, bytes] | None:
-        """``raw``, one whole SSE frame with nothing pending before it, read without a parse when it is a
-        delta this decoder learnt (``protocols._shape``) for the block open now: ``(TextDelta or
-        ThinkingDelta, block index, the text as orjson's JSON string token)``, and nothing in the decoder
-        changed; None: ``feed`` it. The default learns nothing."""
+    def shortcut(self, raw: bytes, literal: Literal) -> bytes | None:
+        """``raw``, one whole SSE frame with nothing pending before it, translated without a parse when it is a
+        delta this decoder learnt (``protocols._shape``) for the block open now: the client's bytes
+        ``literal(TextDelta / ThinkingDelta / ToolArgsDelta, block index, the text as orjson's JSON string
+        token)`` gives (the encoder's ``literal``), the decoder's own state then updated as ``feed`` would
+        have; None (the frame not learnt, or ``literal`` gave None): nothing changed, ``feed`` it. The
+        default learns nothing."""
         return None
 
 

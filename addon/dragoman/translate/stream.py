@@ -111,12 +111,10 @@ class StreamTranslator:
         try:
             sc = self._short
             if sc is not None and self._sse.ready(data):  # nothing pending: the frame is read alone
-                hit = sc(data)
-                if hit is not None:
-                    out = self._literal(*hit)
-                    if out is not None:
-                        self.events_in += 1
-                        return out
+                out = sc(data, self._literal)
+                if out is not None:
+                    self.events_in += 1
+                    return out
             sse = self._sse.one(data)
             if sse is None:
                 return self._events(self._sse.feed(data), None, ())

@@ -44,6 +44,7 @@ from dragoman.protocols._custom_args import unwrap_custom_args
 from dragoman.protocols._shape import Shape
 from dragoman.protocols._shape import learn
 from dragoman.protocols.base import Context
+from dragoman.protocols.base import Literal
 from dragoman.protocols.base import StreamDecoder
 from dragoman.protocols.openai_chat import gemini
 from dragoman.protocols.openai_chat import search
@@ -209,9 +210,8 @@ class ChatStreamDecoder(StreamDecoder):
                 f"malformed Chat stream chunk ({type(e).__name__}: {e}) in phase {self.phase.name}"
             ) from e
 
-    def shortcut(self, raw: bytes) -> tuple[type[StreamEvent], int, bytes] | None:
-        """A whole frame that is the learnt text / reasoning delta of the open block again (``_shape``): the
-        delta's kind, its block, its text as a JSON string token; None: decode the frame (``feed``)."""
+    def shortcut(self, raw: bytes, literal: Literal) -> bytes | None:
+        """A whole frame that is the learnt text / reasoning delta of the open block again (``_shape``)."""
         if self.phase is not _STREAMING:
             return None
         kind = self._cur_kind
@@ -223,7 +223,7 @@ class ChatStreamDecoder(StreamDecoder):
             if raw[-2:] == b"\n\n":  # a whole frame (not the start of one split across reads): learn again
                 self._missed = True
             return None
-        return (TextDelta if kind is _TEXT else ThinkingDelta), self._cur, tok
+        return literal(TextDelta if kind is _TEXT else ThinkingDelta, self._cur, tok)
 
     def _learn(self, ev: SSEEvent, obj: dict[str, Any], kind: BlockKind, out: TextDelta | ThinkingDelta) -> None:
         """Learn the frame of ``ev``, a chunk that was nothing but the delta ``out`` of the open block."""
