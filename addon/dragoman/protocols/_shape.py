@@ -4,8 +4,9 @@ A long stream is mostly one delta event over and over, its bytes the same but fo
 text) and, at OpenAI, a padding string last (``obfuscation``). After a decoder has decoded such an event the
 usual way (as one text or thinking delta of the open block, nothing else changed), ``learn`` cuts the event's
 SSE frame around that string: ``head`` + the string + [``mid`` + a padding string] + ``tail``. ``match`` then
-takes a later frame that is exactly those literal bytes with other strings between them and returns the
-text's JSON string token, as ``orjson.dumps`` writes it, or None (the frame takes the usual way).
+takes a later frame that is exactly those literal bytes with other strings between them (and, after the
+frame's last string, any spaces between JSON's punctuation: Anthropic pads its frames with them) and returns
+the text's JSON string token, as ``orjson.dumps`` writes it, or None (the frame takes the usual way).
 
 Why that is safe: each string slot must be ONE valid JSON string token (the regular expressions below are
 JSON's string grammar; a padding string printable ASCII), so the frame parses to the learnt event with only
@@ -40,7 +41,7 @@ class Shape:
     def __init__(self, head: bytes, mid: bytes | None, tail: bytes) -> None:
         self.head = head
         self._h = len(head)
-        after = re.escape(tail) if mid is None else re.escape(mid) + _PAD + re.escape(tail)
+        after = _end(tail) if mid is None else re.escape(mid) + _PAD + _end(tail)
         #: the text token (group 1) written as orjson writes it, then the rest; any token, then the rest
         self._kept = re.compile(_KEPT + after)
         self._any = re.compile(_JSTR + after)
@@ -70,6 +71,16 @@ class Shape:
                 except orjson.JSONDecodeError:  # a lone surrogate escape, invalid UTF-8
                     return None
         return None
+
+
+def _end(tail: bytes) -> bytes:
+    """The pattern of ``tail``, the frame's end (JSON, then the blank line): up to its last string literally;
+    after it only JSON punctuation and bare literals (numbers, ``null``...) can follow, and there any run of
+    spaces between them is allowed (Anthropic pads its delta frames so: ``"text":"Hi"}      }``)."""
+    body = tail[:-2]
+    i = body.rfind(b'"') + 1
+    parts = re.findall(rb"[{}\[\],:]|[^{}\[\],:\s]+", body[i:])
+    return re.escape(body[:i]) + b" *" + b"".join(re.escape(p) + b" *" for p in parts) + re.escape(tail[-2:])
 
 
 def learn(payload: str, key: bytes, text: str, pad: str | None, event: bytes = b"") -> Shape | None:

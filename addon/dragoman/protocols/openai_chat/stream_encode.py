@@ -150,6 +150,23 @@ class ChatStreamEncoder(StreamEncoder):
             return self.error(ev.error)
         return self._unexpected(ev)
 
+    def literal(self, kind: type[StreamEvent], index: int, token: bytes) -> bytes | None:
+        # ``encode``'s hot path for a text / thinking / arguments delta, the text already a JSON string token;
+        # a text delta while search counts characters takes ``encode`` (its length needs the str)
+        if self.phase is _STREAMING:
+            if kind is TextDelta:
+                if self._kinds.get(index) is _TEXT and not self._count:
+                    return self._prefix + _CONTENT_HEAD + token + _CHUNK_TAIL
+            elif kind is ThinkingDelta:
+                tail = self._tails.get(index)
+                if tail is not None and self._kinds.get(index) is _THINKING:
+                    return b"".join((self._prefix, _REASONING_HEAD, token, _DETAILS_TEXT_HEAD, token, tail))
+            elif kind is ToolArgsDelta:
+                tindex = self._tool_index.get(index)
+                if tindex is not None and self._kinds.get(index) is BlockKind.TOOL_CALL:
+                    return b"".join((self._prefix, _TOOL_HEAD, b"%d" % tindex, _TOOL_ARGS, token, _TOOL_TAIL))
+        return None
+
     def error(self, err: ErrorInfo) -> bytes:
         self.phase = Phase.DONE
         return error_frame(err)

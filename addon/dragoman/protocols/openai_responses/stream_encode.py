@@ -65,6 +65,7 @@ class Phase(Enum):
 
 _STREAMING = Phase.STREAMING
 _dumps = orjson.dumps
+_loads = orjson.loads
 
 
 class ResponsesStreamEncoder(SearchItems, StreamEncoder):
@@ -146,6 +147,20 @@ class ResponsesStreamEncoder(SearchItems, StreamEncoder):
                     self._seq = seq + 1
                     return b"%b%b%b%d}\n\n" % (b.prefix, _dumps(text), b.suffix, seq)
         return self._encode(ev)
+
+    def literal(self, kind: type[StreamEvent], index: int, token: bytes) -> bytes | None:
+        # ``encode``'s hot path for a text / thinking / arguments delta (never empty: a token holds at least one
+        # character), the text already a JSON string token; the snapshot keeps its str, read from the token
+        if self.phase is _STREAMING:
+            b = self._blocks.get(index)
+            if b is not None and b.fast is kind and b.open and not b.held:
+                b.chunks.append(token[1:-1].decode() if b"\\" not in token else _loads(token))
+                if len(b.chunks) >= b.limit:
+                    b.compact()
+                seq = self._seq
+                self._seq = seq + 1
+                return b"%b%b%b%d}\n\n" % (b.prefix, token, b.suffix, seq)
+        return None
 
     def _encode(self, ev: StreamEvent) -> bytes:
         if type(ev) is MessageStart:
