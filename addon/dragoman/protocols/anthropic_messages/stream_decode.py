@@ -46,15 +46,13 @@ from dragoman.ir.events import WebSearch
 from dragoman.ir.mapping import anthropic_stop
 from dragoman.protocols import _wire
 from dragoman.protocols._checks import ToolArgs
-from dragoman.protocols._shape import Shape
-from dragoman.protocols._shape import learn
 from dragoman.protocols.anthropic_messages import models as m
 from dragoman.protocols.anthropic_messages import search
 from dragoman.protocols.anthropic_messages.errors import error_info_from_type
 from dragoman.protocols.anthropic_messages.response import custom_input
 from dragoman.protocols.anthropic_messages.response import usage_to_ir
+from dragoman.protocols.anthropic_messages.stream_learn import LearntDeltas
 from dragoman.protocols.base import Context
-from dragoman.protocols.base import Literal
 from dragoman.protocols.base import StreamDecoder
 from dragoman.sse.events import SSEEvent
 
@@ -92,15 +90,17 @@ class _Block(Enum):
 _TEXT = _Block.TEXT
 _THINKING = _Block.THINKING
 _TOOL = _Block.TOOL
-#: a learnt delta's block kind -> the key before its string (``shortcut``)
-_KEYS = {_TEXT: b'"text":', _THINKING: b'"thinking":', _TOOL: b'"partial_json":'}
-#: how many times a stream may learn a delta's frame in vain (no shape cut, or the block's own shape missed
-#: one of its deltas); a new block's first delta learns its frame for free
-_LEARNS = 32
 
 
-class AnthropicStreamDecoder(StreamDecoder):
+class AnthropicStreamDecoder(LearntDeltas, StreamDecoder):
     """Anthropic SSE -> IR events. The Anthropic block index is the IR index."""
+
+    #: the plain deltas ``shortcut`` learns: block kind -> (IR delta, the key before the delta's string)
+    LEARNT = {
+        _TEXT: (TextDelta, b'"text":'),
+        _THINKING: (ThinkingDelta, b'"thinking":'),
+        _TOOL: (ToolArgsDelta, b'"partial_json":'),
+    }
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
@@ -116,13 +116,7 @@ class AnthropicStreamDecoder(StreamDecoder):
         self._search = search.StreamSearch()
         # raw Anthropic usage fields, merged across message_start and message_delta
         self._usage: dict[str, int | None] = {}
-        #: the learnt frame of the last plain delta (``shortcut``): its block index and kind
-        self._shape: Shape | None = None
-        self._sidx = -1
-        self._skind = _TEXT
-        #: a whole frame missed the shortcut: the next plain delta ``feed`` decodes learns its frame
-        self._missed = False
-        self._learns = _LEARNS
+        LearntDeltas.__init__(self)
 
     # -- helpers
 
@@ -172,19 +166,15 @@ class AnthropicStreamDecoder(StreamDecoder):
                         if dt == "text_delta":
                             value = d["text"]
                             if kind is _TEXT and type(value) is str:
-                                if not value:
-                                    return []
-                                if self._missed:
+                                if self._missed and value:  # the shortcut missed: learn this frame
                                     self._learn(ev, idx, kind, value)
-                                return [TextDelta(idx, value)]
+                                return [TextDelta(idx, value)] if value else []
                         elif dt == "thinking_delta":
                             value = d["thinking"]
                             if kind is _THINKING and type(value) is str:
-                                if not value:
-                                    return []
-                                if self._missed:
+                                if self._missed and value:
                                     self._learn(ev, idx, kind, value)
-                                return [ThinkingDelta(idx, value)]
+                                return [ThinkingDelta(idx, value)] if value else []
                         elif dt == "input_json_delta":
                             value = d["partial_json"]
                             if kind is _TOOL and type(value) is str and value:
@@ -244,39 +234,6 @@ class AnthropicStreamDecoder(StreamDecoder):
             self._open.clear()  # blocks are open only while STREAMING (the delta fast path relies on it)
             return [StreamError(error_info_from_type(e.error.type, e.error.message, None, e.request_id))]
         return self._skip_unknown(e.type)
-
-    def shortcut(self, raw: bytes, literal: Literal) -> bytes | None:
-        """A whole frame that is the learnt delta of its block again, the block still open (``_shape``): what
-        ``feed``'s hot path checks (the shape proves the event, its index, the delta's type and its string)."""
-        shape = self._shape
-        if shape is not None:
-            idx = self._sidx
-            kind = self._skind
-            if self._open.get(idx) is kind:  # blocks are open only while STREAMING
-                tok = shape.match(raw)
-                if tok is not None:
-                    if kind is not _TOOL:
-                        return literal(TextDelta if kind is _TEXT else ThinkingDelta, idx, tok)
-                    out = literal(ToolArgsDelta, idx, tok)
-                    if out is not None:  # the arguments checked at message_delta, as ``feed`` keeps them
-                        self._args.add(idx, tok[1:-1].decode() if b"\\" not in tok else _loads(tok))
-                    return out
-        if raw[-2:] == b"\n\n":  # a whole frame (not the start of one split across reads): learn again
-            self._missed = True
-        return None
-
-    def _learn(self, ev: SSEEvent, idx: int, kind: _Block, value: str) -> None:
-        """Learn the frame of ``ev``, the plain delta ``value`` of open block ``idx`` of ``kind``."""
-        self._missed = False
-        if not self._learns:
-            return
-        name = ev.event
-        shape = learn(ev.data, _KEYS[kind], value, None, b"event: " + name.encode() + b"\n" if name else b"")
-        same = idx == self._sidx and kind is self._skind
-        if shape is None or same:  # the block's own frame missed: a try in vain
-            self._learns -= 1
-        if shape is not None:
-            self._shape, self._sidx, self._skind = shape, idx, kind
 
     def close(self) -> list[StreamEvent]:
         if self.phase in (Phase.STOPPED, Phase.FAILED):
