@@ -170,9 +170,10 @@ def test_tool_argument_deltas_are_the_same_with_the_shortcut(client, parallel, v
         assert on == off, name
         assert (b"not a JSON object" in on) is not valid, name  # joined fragments checked as the usual way joins them
         if name == "frames" and client is Protocol.ANTHROPIC_MESSAGES:
-            # every argument delta of the call open on the client's side but the one learnt from; a call the
-            # client's encoder holds (the second of two: Anthropic streams one block at a time) takes none
-            assert hits >= 34, hits
+            # every argument delta but the one each call is learnt from (and a few relearnt after a token in
+            # another spelling); the second of two parallel calls is held by the encoder (Anthropic streams one
+            # block at a time) and written when the first ends, the same bytes
+            assert hits >= (68 if parallel else 34), hits
             if valid:
                 got = b"".join(
                     orjson.loads(f[f.index(b"data: ") + 6 :])["delta"]["partial_json"].encode()
