@@ -350,7 +350,7 @@ class AnthropicStreamEncoder(SearchBlocks, StreamEncoder):
                 if b.status is BlockStatus.OPEN:
                     return b.prefix + token + _DELTA_TAIL
                 if b.status is BlockStatus.PENDING and not self._hold_text and not self._held:
-                    hold(b, kind(index, token[1:-1].decode() if 92 not in token else _loads(token)))  # type: ignore[call-arg]
+                    hold(b, kind(index, token[1:-1].decode() if 92 not in token else _loads(token)))
                     return b""
         return None
 
