@@ -96,6 +96,8 @@ class StreamTranslator:
             else None
         )
         self._literal = encoder.literal
+        if self._short is not None:
+            decoder.prepare_shortcut()
 
     @property
     def encoder(self) -> StreamEncoder:

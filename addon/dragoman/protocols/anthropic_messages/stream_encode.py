@@ -101,6 +101,7 @@ _DELTA_HEAD_BY_KIND = {kind: head for (_, kind), head in _DELTA_HEADS.items()}
 _FAST_EVENT: dict[BlockKind, type[TextEvent]] = {kind: cls for (cls, kind) in _DELTA_HEADS}
 _DELTA_TAIL = b"}}\n\n"
 _dumps = orjson.dumps
+_loads = orjson.loads
 _CUSTOM_PREFIX = '{"' + CUSTOM_TOOL_PARAM + '":"'
 
 
@@ -341,11 +342,16 @@ class AnthropicStreamEncoder(SearchBlocks, StreamEncoder):
         return bytes(out)
 
     def literal(self, kind: type[StreamEvent], index: int, token: bytes) -> bytes | None:
-        # ``encode``'s hot path for a text / thinking delta, the text already a JSON string token
+        # ``encode``'s hot path for a delta, the text already a JSON string token; a delta of a block waiting
+        # for the wire (a parallel call behind the open one) held as ``encode`` holds it
         if self.phase is EncPhase.STREAMING:
             b = self._blocks.get(index)
-            if b is not None and b.fast is kind and b.status is BlockStatus.OPEN:
-                return b.prefix + token + _DELTA_TAIL
+            if b is not None and b.fast is kind:
+                if b.status is BlockStatus.OPEN:
+                    return b.prefix + token + _DELTA_TAIL
+                if b.status is BlockStatus.PENDING and not self._hold_text and not self._held:
+                    hold(b, kind(index, token[1:-1].decode() if 92 not in token else _loads(token)))
+                    return b""
         return None
 
     def _block_start(self, out: bytearray, ev: BlockStart) -> None:

@@ -42,13 +42,12 @@ from dragoman.protocols._checks import COMPACT_AT
 from dragoman.protocols._checks import ToolArgs
 from dragoman.protocols._custom_args import unwrap_custom_args
 from dragoman.protocols._shape import Shape
-from dragoman.protocols._shape import learn
 from dragoman.protocols.base import Context
-from dragoman.protocols.base import Literal
 from dragoman.protocols.base import StreamDecoder
 from dragoman.protocols.openai_chat import gemini
 from dragoman.protocols.openai_chat import search
 from dragoman.protocols.openai_chat import stream_parts
+from dragoman.protocols.openai_chat import stream_shortcut
 from dragoman.protocols.openai_chat.errors import error_info_from_object
 from dragoman.protocols.openai_chat.reasoning_details import Details
 from dragoman.protocols.openai_chat.response import DROPPED_CHOICES
@@ -60,11 +59,7 @@ _loads = orjson.loads
 #: hot-path constants (one global lookup instead of a global plus an attribute per delta)
 _TEXT = BlockKind.TEXT
 _THINKING = BlockKind.THINKING
-_CONTENT_KEY = b'"content":'
-_REASONING_KEY = b'"reasoning_content":'
-#: how many times a stream may learn a delta's ``Shape``: once per kind, again after a frame missed it (a
-#: stream whose deltas never match stops trying)
-_LEARNS = 32
+_ARGS = stream_shortcut.ARGS
 
 
 class Phase(Enum):
@@ -94,6 +89,8 @@ class _Tool:
 class ChatStreamDecoder(StreamDecoder):
     """Chat SSE chunks -> IR events. One instance per stream."""
 
+    STREAMING = _STREAMING
+
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
         self.done = False
@@ -113,9 +110,12 @@ class ChatStreamDecoder(StreamDecoder):
         self.in_thought = False
         #: url_citation annotations waiting for the stop of the text block they cite
         self._cites: list[Citation] = []
-        #: the learnt frames of a plain text / ``reasoning_content`` delta (``shortcut``)
+        #: the learnt frames (``stream_shortcut``): of a text / ``reasoning_content`` delta by block kind, of
+        #: each open function call's arguments delta; tries left (0: no shortcut, see ``prepare_shortcut``)
         self._shapes: dict[BlockKind, Shape] = {}
-        self._learns = _LEARNS
+        self._calls: list[tuple[Shape, _Tool]] = []
+        self._held: set[_Tool] = set()  # calls the client's encoder would not write from a token
+        self._learns = 0
         self._missed = False
 
     # -- interface
@@ -165,7 +165,7 @@ class ChatStreamDecoder(StreamDecoder):
                         if choice is None:
                             return out
                     delta = choice.get("delta")
-                    learnt = None  # a plain text or reasoning delta of the open block: its kind (``_learn``)
+                    learnt = None  # a plain text / reasoning / arguments delta: its kind (``stream_shortcut``)
                     if delta:
                         c = delta.get("content")
                         # fast path: a plain text delta (optionally with the role), the bulk of every stream
@@ -179,6 +179,8 @@ class ChatStreamDecoder(StreamDecoder):
                         elif c is None and len(delta) == 1 and (tcs := delta.get("tool_calls")):
                             for pos, tc in enumerate(tcs):  # fast path: tool_calls only
                                 self._tool_delta(tc, pos, out)
+                            if len(tcs) == 1:
+                                learnt = _ARGS
                         elif (
                             c is None
                             and len(delta) == 2
@@ -194,15 +196,8 @@ class ChatStreamDecoder(StreamDecoder):
                     fr = choice.get("finish_reason")
                     if fr is not None:
                         self._on_finish(fr, out)
-                    elif (
-                        learnt is not None
-                        and (self._missed or learnt not in self._shapes)
-                        and self._learns
-                        and len(out) == 1
-                        and u is None
-                        and xg is None
-                    ):
-                        self._learn(ev, obj, learnt, out[0])  # type: ignore[arg-type]
+                    elif learnt is not None and self._learns and len(out) == 1 and u is None and xg is None:
+                        stream_shortcut.learn(self, ev, obj, learnt, out[0])
             return out
         except (TypeError, AttributeError, KeyError, IndexError, ValueError) as e:
             # the chunk is hand-parsed for speed: a field of the wrong JSON type lands here
@@ -210,36 +205,10 @@ class ChatStreamDecoder(StreamDecoder):
                 f"malformed Chat stream chunk ({type(e).__name__}: {e}) in phase {self.phase.name}"
             ) from e
 
-    def shortcut(self, raw: bytes, literal: Literal) -> bytes | None:
-        """A whole frame that is the learnt text / reasoning delta of the open block again (``_shape``)."""
-        if self.phase is not _STREAMING:
-            return None
-        kind = self._cur_kind
-        shape = self._shapes.get(kind)  # type: ignore[arg-type]
-        if shape is None:
-            return None
-        tok = shape.match(raw)
-        if tok is None:
-            if raw[-2:] == b"\n\n":  # a whole frame (not the start of one split across reads): learn again
-                self._missed = True
-            return None
-        return literal(TextDelta if kind is _TEXT else ThinkingDelta, self._cur, tok)
+    shortcut = stream_shortcut.shortcut  # a frame that is a learnt delta again: see ``stream_shortcut``
 
-    def _learn(self, ev: SSEEvent, obj: dict[str, Any], kind: BlockKind, out: TextDelta | ThinkingDelta) -> None:
-        """Learn the frame of ``ev``, a chunk that was nothing but the delta ``out`` of the open block."""
-        if ev.event is not None or len(obj["choices"]) != 1:
-            return
-        self._missed = False
-        pad = obj.get("obfuscation")  # OpenAI's padding, the chunk's last member
-        if pad.__class__ is not str or next(reversed(obj)) != "obfuscation":
-            pad = None
-        key = _CONTENT_KEY if kind is _TEXT else _REASONING_KEY
-        shape = learn(ev.data, key, out.text, pad)
-        old = self._shapes.get(kind)
-        if shape is None or old is None or shape != old:  # the same frame again costs no try
-            self._learns -= 1
-        if shape is not None:
-            self._shapes[kind] = shape
+    def prepare_shortcut(self) -> None:
+        self._learns = stream_shortcut.LEARNS
 
     def close(self) -> list[StreamEvent]:
         phase = self.phase
