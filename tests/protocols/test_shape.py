@@ -116,3 +116,28 @@ def test_random_texts_match_as_a_parse_would():
             assert got == orjson.dumps(text), (text, tok)
             hits += 1
     assert hits == 6000
+
+
+def test_spaces_between_the_punctuation_after_the_last_string_vary():
+    """Anthropic pads its delta frames with spaces before the last brace; after the frame's last string only
+    JSON punctuation and bare literals follow, so spaces there change nothing a parse gives."""
+    ev = b"event: content_block_delta\n"
+    head = '{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":'
+    shape = learn(head + '"Hi"}      }', b'"text":', "Hi", None, ev)
+    assert shape is not None and shape.head == ev + b"data: " + head.encode()
+
+    def frame(end: bytes) -> bytes:
+        return ev + b"data: " + head.encode() + b'"yo"' + end + b"\n\n"
+
+    for end in (b"}}", b"}  }", b"} }   ", b"  }}", b"}" + b" " * 40 + b"}"):
+        assert shape.match(frame(end)) == b'"yo"', end
+    for end in (b"}", b"}}}", b"}\t}", b"}\n}", b"}},", b"} x}"):
+        assert shape.match(frame(end)) is None, end
+    # a bare literal stays whole: ``nu ll`` is not JSON
+    shape = learn('{"a":{"text":"Hi"},"b":null}', b'"text":', "Hi", None)
+    assert shape is not None
+    assert shape.match(b'data: {"a":{"text":"x"} , "b" :null }\n\n') is None  # before the last string: literal
+    assert shape.match(b'data: {"a":{"text":"x"},"b": null }\n\n') == b'"x"'
+    assert shape.match(b'data: {"a":{"text":"x"},"b":nu ll}\n\n') is None
+    for raw in (b'data: {"a":{"text":"x"},"b": null }\n\n', b'data: {"a":{"text":"x"},"b":null}\n\n'):
+        assert orjson.loads(raw[6:])["a"]["text"] == "x"

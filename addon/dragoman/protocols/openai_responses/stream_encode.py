@@ -66,6 +66,12 @@ class Phase(Enum):
 _STREAMING = Phase.STREAMING
 _dumps = orjson.dumps
 _loads = orjson.loads
+#: a delta's IR class -> the kinds of item that keep it while held (``_text_delta`` ... ``_args_delta``)
+_HELD = {
+    TextDelta: (BlockKind.TEXT, BlockKind.REFUSAL),
+    ThinkingDelta: (BlockKind.THINKING,),
+    ToolArgsDelta: (BlockKind.TOOL_CALL, BlockKind.CUSTOM_TOOL_CALL),
+}
 
 
 class ResponsesStreamEncoder(SearchItems, StreamEncoder):
@@ -150,16 +156,21 @@ class ResponsesStreamEncoder(SearchItems, StreamEncoder):
 
     def literal(self, kind: type[StreamEvent], index: int, token: bytes) -> bytes | None:
         # ``encode``'s hot path for a text / thinking / arguments delta (never empty: a token holds at least one
-        # character), the text already a JSON string token; the snapshot keeps its str, read from the token
+        # character), the text already a JSON string token; the snapshot keeps its str, read from the token. A
+        # delta of an item held back (behind the open one) is kept for its replay, as ``encode`` keeps it
         if self.phase is _STREAMING:
             b = self._blocks.get(index)
-            if b is not None and b.fast is kind and b.open and not b.held:
-                b.chunks.append(token[1:-1].decode() if b"\\" not in token else _loads(token))
-                if len(b.chunks) >= b.limit:
-                    b.compact()
-                seq = self._seq
-                self._seq = seq + 1
-                return b"%b%b%b%d}\n\n" % (b.prefix, token, b.suffix, seq)
+            if b is not None and b.open:
+                if b.fast is kind and not b.held:
+                    b.chunks.append(token[1:-1].decode() if 92 not in token else _loads(token))
+                    if len(b.chunks) >= b.limit:
+                        b.compact()
+                    seq = self._seq
+                    self._seq = seq + 1
+                    return b"%b%b%b%d}\n\n" % (b.prefix, token, b.suffix, seq)
+                if b.held and b.kind in _HELD.get(kind, ()):
+                    b.keep(token[1:-1].decode() if 92 not in token else _loads(token))
+                    return b""
         return None
 
     def _encode(self, ev: StreamEvent) -> bytes:
