@@ -1,19 +1,22 @@
 """``Shape``: a stream delta's raw bytes learnt once, so the same delta with a new string is read without a parse.
 
 A long stream is mostly one delta event over and over, its bytes the same but for one JSON string (the
-text) and, at OpenAI, a padding string last (``obfuscation``). After a decoder has decoded such an event the
-usual way (as one text or thinking delta of the open block, nothing else changed), ``learn`` cuts the event's
-SSE frame around that string: ``head`` + the string + [``mid`` + a padding string] + ``tail``. ``match`` then
-takes a later frame that is exactly those literal bytes with other strings between them (and, after the
-frame's last string, any spaces between JSON's punctuation: Anthropic pads its frames with them) and returns
-the text's JSON string token, as ``orjson.dumps`` writes it, or None (the frame takes the usual way).
+text) and, at OpenAI, a padding string (``obfuscation``) and an event counter (``sequence_number``, at the
+Responses API). After a decoder has decoded such an event the usual way (as one delta of an open block,
+nothing else changed), ``learn`` cuts the event's SSE frame around those values: ``head``, then the text's
+string, the padding string and the counter in the order they come, literal bytes between them. ``match``
+then takes a later frame that is exactly those literal bytes with other values in the slots (and, after the
+frame's last string, any spaces between JSON's punctuation: Anthropic pads its frames with them) and
+returns the text's JSON string token, as ``orjson.dumps`` writes it, or None (the frame takes the usual way).
 
 Why that is safe: each string slot must be ONE valid JSON string token (the regular expressions below are
-JSON's string grammar; a padding string printable ASCII), so the frame parses to the learnt event with only
-those strings changed, which the decoder would turn into the same delta of the same block with the new text;
-the decoder checks its state is the one it learnt in (``StreamDecoder.shortcut``). A token with escapes
-orjson would write differently (``\\u00e9``, ``\\/``) is rewritten through ``orjson`` (loads, dumps: the bytes
-the usual way gives); a token that is not valid UTF-8 or not valid JSON takes the usual way, which reports it.
+JSON's string grammar; a padding string printable ASCII), a counter one JSON integer that fits 64 bits, so
+the frame parses to the learnt event with only those values changed (the padding and the counter are
+members of the event's top level, found once in its bytes, which no decoder reads), which the decoder would
+turn into the same delta of the same block with the new text; the decoder checks its state is the one it
+learnt in (``StreamDecoder.shortcut``). A token with escapes orjson would write differently (``\\u00e9``,
+``\\/``) is rewritten through ``orjson`` (loads, dumps: the bytes the usual way gives); a token that is not
+valid UTF-8 or not valid JSON takes the usual way, which reports it.
 """
 
 from __future__ import annotations
@@ -31,6 +34,10 @@ _KEPT = rb'("(?!")[^"\\\x00-\x1f]*(?:\\["\\nrtbf][^"\\\x00-\x1f]*)*")'
 _JSTR = rb'("(?!")[^"\\\x00-\x1f]*(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\x00-\x1f]*)*")'
 #: a padding string: printable ASCII, no quote or backslash
 _PAD = rb'"[ !#-\[\]-~]*"'
+#: a counter: a JSON integer below 10**18 (orjson reads it as the usual way does)
+_NUM = rb"(?:0|[1-9][0-9]{0,17})"
+_PAD_KEY = b'"obfuscation":'
+_SEQ_KEY = b'"sequence_number":'
 
 
 class Shape:
@@ -38,13 +45,13 @@ class Shape:
 
     __slots__ = ("head", "_h", "_kept", "_any")
 
-    def __init__(self, head: bytes, mid: bytes | None, tail: bytes) -> None:
+    def __init__(self, head: bytes, before: bytes, after: bytes) -> None:
+        """``head``: the frame's literal start; ``before`` / ``after``: the patterns before and after the text."""
         self.head = head
         self._h = len(head)
-        after = _end(tail) if mid is None else re.escape(mid) + _PAD + _end(tail)
         #: the text token (group 1) written as orjson writes it, then the rest; any token, then the rest
-        self._kept = re.compile(_KEPT + after)
-        self._any = re.compile(_JSTR + after)
+        self._kept = re.compile(before + _KEPT + after)
+        self._any = re.compile(before + _JSTR + after)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Shape) and self.head == other.head and self._kept.pattern == other._kept.pattern
@@ -83,20 +90,43 @@ def _end(tail: bytes) -> bytes:
     return re.escape(body[:i]) + b" *" + b"".join(re.escape(p) + b" *" for p in parts) + re.escape(tail[-2:])
 
 
-def learn(payload: str, key: bytes, text: str, pad: str | None, event: bytes = b"") -> Shape | None:
+def learn(
+    payload: str, key: bytes, text: str, pad: str | None, event: bytes = b"", seq: int | None = None
+) -> Shape | None:
     """The ``Shape`` of the frame ``event`` + ``data: `` + ``payload`` + a blank line, whose ``key`` (``b'"content":'``)
-    is followed by ``text`` (written as orjson writes it; another spelling: None) and occurs once, and whose
-    JSON object ends with the padding string ``pad`` (its last member, or None: no padding). None: not cut."""
+    is followed by ``text`` (written as orjson writes it; another spelling: None) and occurs once; ``pad``:
+    the value of its top-level ``obfuscation`` member, ``seq``: of its ``sequence_number`` (None: none, or a
+    literal part of the frame). None: not cut."""
     p = payload.encode()
     cut = key + _dumps(text)
     i = p.find(cut)
     if i < 0 or p.rfind(cut) != i:
         return None
-    head = event + b"data: " + p[: i + len(key)]
-    rest = p[i + len(cut) :]
-    if pad is None:
-        return Shape(head, None, rest + b"\n\n")
-    end = _dumps(pad) + b"}"
-    if not rest.endswith(end) or re.fullmatch(_PAD, end[:-1]) is None:
-        return None
-    return Shape(head, rest[: -len(end)], b"}\n\n")
+    # the slots: (start, end, pattern) of the text's token, then the padding's and the counter's values
+    slots = [(i + len(key), i + len(cut), b"")]
+    for k, value, pattern in (
+        (_PAD_KEY, None if pad is None else _dumps(pad), _PAD),
+        (_SEQ_KEY, None if seq is None else b"%d" % seq, _NUM),
+    ):
+        if value is None:
+            continue
+        member = k + value
+        j = p.find(member)
+        if j < 0 or p.rfind(member) != j or re.fullmatch(pattern, value) is None:
+            return None  # spelt otherwise, or found twice (not only the top-level member): not cut
+        slots.append((j + len(k), j + len(member), pattern))
+    slots.sort()
+    head = event + b"data: " + p[: slots[0][0]]
+    before = after = b""
+    text_seen = False
+    for n, (_, end, pattern) in enumerate(slots):
+        # the slot's pattern (the text's is Shape's own), then the literal bytes up to the next slot
+        nxt = p[end : slots[n + 1][0]] if n + 1 < len(slots) else None
+        part = pattern + (re.escape(nxt) if nxt is not None else _end(p[end:] + b"\n\n"))
+        if not pattern:
+            text_seen = True
+        if text_seen:
+            after += part
+        else:
+            before += part
+    return Shape(head, before, after)

@@ -33,7 +33,9 @@ from dragoman.ir.events import ToolArgsDelta
 from dragoman.logsafe import logsafe
 from dragoman.protocols._wire import describe_validation_error
 from dragoman.protocols.base import Context
+from dragoman.protocols.base import Literal
 from dragoman.protocols.base import StreamDecoder
+from dragoman.protocols.openai_responses import stream_shortcut
 from dragoman.protocols.openai_responses.errors import stream_error_info
 from dragoman.protocols.openai_responses.models import DELTA_TYPES
 from dragoman.protocols.openai_responses.models import EVENT_ADAPTER
@@ -87,6 +89,10 @@ class ResponsesStreamDecoder(ItemState, StreamDecoder):
         super().__init__(ctx)
         self.done = False
         self._unknown_logged: set[str] = set()
+        #: the learnt delta frames (``stream_shortcut``); a whole frame missed them: the next delta learns
+        self._learnt: list[stream_shortcut.Learnt] = []
+        self._missed = False
+        self._learns = stream_shortcut.LEARNS
 
     # ---------------------------------------------------------- entry points
 
@@ -124,6 +130,10 @@ class ResponsesStreamDecoder(ItemState, StreamDecoder):
                                 if b is not None and b.open:
                                     emitted = b.emitted
                                     emitted[_TEXT0] = emitted.get(_TEXT0, 0) + len(delta)
+                                    if self._missed and delta:
+                                        ir = TextDelta(b.index, delta)
+                                        stream_shortcut.learn(self, sse, obj, t, ir)
+                                        return [ir]
                                     return [TextDelta(b.index, delta)]
                         if phase is Phase.DONE or phase is Phase.FAILED:
                             logger.debug("ignoring Responses event %s after the terminal event", logsafe(t))
@@ -132,6 +142,8 @@ class ResponsesStreamDecoder(ItemState, StreamDecoder):
                         if phase is Phase.WAITING:
                             self._start(None, out)
                         self._delta(t, item_id, oi, ci, si, delta, obj.get("logprobs"), out)
+                        if self._missed and len(out) == 1 and phase is _STREAMING and delta:
+                            stream_shortcut.learn(self, sse, obj, t, out[0])
                         return out
             return self._feed_event(sse, obj)
         except (TypeError, AttributeError, KeyError, IndexError, ValueError) as e:
@@ -139,6 +151,9 @@ class ResponsesStreamDecoder(ItemState, StreamDecoder):
             raise UpstreamProtocolError(
                 f"malformed Responses event ({type(e).__name__}: {e}) in phase {self.phase.value}"
             ) from e
+
+    def shortcut(self, raw: bytes, literal: Literal) -> bytes | None:
+        return stream_shortcut.shortcut(self, raw, literal)
 
     def _feed_event(self, sse: SSEEvent, obj: Any) -> list[StreamEvent]:
         """Every event the delta fast path did not take: validated into its model, then dispatched."""
