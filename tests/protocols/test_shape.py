@@ -141,3 +141,51 @@ def test_spaces_between_the_punctuation_after_the_last_string_vary():
     assert shape.match(b'data: {"a":{"text":"x"},"b":nu ll}\n\n') is None
     for raw in (b'data: {"a":{"text":"x"},"b": null }\n\n', b'data: {"a":{"text":"x"},"b":null}\n\n'):
         assert orjson.loads(raw[6:])["a"]["text"] == "x"
+
+
+_RESP = '{"type":"response.output_text.delta","sequence_number":%s,"item_id":"msg_1","output_index":1,"content_index":0,"delta":%s,"logprobs":[],"obfuscation":%s}'
+_BENCH = '{"type":"response.output_text.delta","item_id":"msg_1","output_index":1,"delta":%s,"obfuscation":%s,"sequence_number":%s}'
+
+
+@pytest.mark.parametrize("order", ["counter-first", "counter-last"])
+def test_a_counter_and_a_padding_vary_where_they_are(order):
+    """The Responses API numbers its events (``sequence_number``, second) and pads them (last); bench/streams.py
+    writes the counter last: both are slots, the rest literal."""
+
+    def payload(seq: str, tok: str, pad: str) -> str:
+        return _RESP % (seq, tok, pad) if order == "counter-first" else _BENCH % (tok, pad, seq)
+
+    shape = learn(payload("7", '"Hi"', '"Qk3"'), b'"delta":', "Hi", "Qk3", b"event: response.output_text.delta\n", 7)
+    assert shape is not None
+
+    def frame(seq: bytes, tok: bytes, pad: bytes) -> bytes:
+        return (
+            b"event: response.output_text.delta\ndata: "
+            + payload(seq.decode(), tok.decode(), pad.decode()).encode()
+            + b"\n\n"
+        )
+
+    for seq in (b"0", b"8", b"12345", b"999999999999999999"):
+        assert shape.match(frame(seq, b'"yo"', b'"p"')) == b'"yo"', seq
+        assert shape.match(frame(seq, b'"\\u00e9"', b'""')) == '"\u00e9"'.encode()
+    for seq in (b"07", b"-1", b"1.0", b"1e3", b"1000000000000000000", b'"8"', b"", b"null"):
+        assert shape.match(frame(seq, b'"yo"', b'"p"')) is None, seq
+    assert shape.match(frame(b"8", b'"yo"', b'"a\\"b"')) is None
+    assert shape.match(frame(b"8", b'"yo"', b"null")) is None
+
+
+def test_a_counter_or_padding_found_twice_or_spelt_otherwise_is_not_cut():
+    p = _RESP % ("7", '"Hi"', '"Qk3"')
+    assert learn(p, b'"delta":', "Hi", "Qk3", seq=7) is not None
+    assert learn(p, b'"delta":', "Hi", "Qk3", seq=8) is None  # not its value
+    assert learn(p, b'"delta":', "Hi", "other", seq=7) is None
+    twice = p[:-1] + ',"x":{"sequence_number":7}}'
+    assert learn(twice, b'"delta":', "Hi", "Qk3", seq=7) is None
+    prefix = p[:-1] + ',"x":{"sequence_number":71}}'  # 7 is a prefix of 71: found twice
+    assert learn(prefix, b'"delta":', "Hi", "Qk3", seq=7) is None
+    assert learn(p.replace('"Qk3"', '"Q\\u006b3"'), b'"delta":', "Hi", "Qk3", seq=7) is None
+    # without a counter slot the counter is literal: the next event is another frame
+    shape = learn(p, b'"delta":', "Hi", "Qk3")
+    assert shape is not None
+    assert shape.match(b"data: " + (_RESP % ("8", '"x"', '"Q"')).encode() + b"\n\n") is None
+    assert shape.match(b"data: " + (_RESP % ("7", '"x"', '"Q"')).encode() + b"\n\n") == b'"x"'
