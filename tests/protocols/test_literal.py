@@ -21,6 +21,7 @@ from dragoman.ir.common import Usage
 from dragoman.ir.events import BlockKind
 from dragoman.ir.events import BlockStart
 from dragoman.ir.events import BlockStop
+from dragoman.ir.events import CitationDelta
 from dragoman.ir.events import MessageDelta
 from dragoman.ir.events import MessageStart
 from dragoman.ir.events import MessageStop
@@ -29,11 +30,12 @@ from dragoman.ir.events import TextDelta
 from dragoman.ir.events import ThinkingDelta
 from dragoman.ir.events import ToolArgsDelta
 from dragoman.ir.search import SEARCH_NATIVE
+from dragoman.ir.search import Citation
 from dragoman.protocols import Protocol
 from dragoman.protocols.base import Context
 from dragoman.protocols.registry import get_codec
 
-ENCODERS = (Protocol.ANTHROPIC_MESSAGES, Protocol.OPENAI_CHAT, Protocol.OPENAI_RESPONSES)
+ENCODERS = (Protocol.ANTHROPIC_MESSAGES, Protocol.OPENAI_CHAT, Protocol.OPENAI_RESPONSES, Protocol.GEMINI)
 _ALPHABET = ['"', "\\", "\n", "/", "\u00e9", "\U0001f600", "\u2028", "\x01", "a", " ", "}", "],"]
 
 
@@ -59,6 +61,8 @@ def _events(rng: random.Random) -> list[StreamEvent]:
     evs.append(BlockStop(2))
     evs.append(BlockStart(3, BlockKind.TEXT))
     evs += [TextDelta(3, _text(rng)) for _ in range(10)]
+    # a citation of the block's text: placed by what the encoder kept (Chat's characters, Gemini's bytes)
+    evs.append(CitationDelta(3, Citation(url="https://x.example/", title="X", start=2, end=9, cited_text="c")))
     evs.append(BlockStop(3))
     evs.append(MessageDelta(stop_reason=StopReason.TOOL_USE, usage=Usage(output_tokens=9)))
     evs.append(MessageStop())
@@ -121,8 +125,9 @@ def test_literal_writes_what_encode_writes(client, seed):
 
 
 #: of the 80 deltas, those written (or held) from the token: all but a thinking block's first (Chat builds
-#: its tail there), an item's first live one (Responses builds its framing there), Anthropic's first held one
-_LEAST = {Protocol.ANTHROPIC_MESSAGES: 79, Protocol.OPENAI_CHAT: 79, Protocol.OPENAI_RESPONSES: 77}
+#: its tail there), an item's first live one (Responses builds its framing there), Anthropic's first held one,
+#: Gemini's argument deltas (it sends a call whole, at its stop)
+_LEAST = {Protocol.ANTHROPIC_MESSAGES: 79, Protocol.OPENAI_CHAT: 79, Protocol.OPENAI_RESPONSES: 77, Protocol.GEMINI: 60}
 
 
 @pytest.mark.parametrize("client", ENCODERS, ids=lambda p: p.value)

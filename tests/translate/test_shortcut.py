@@ -237,14 +237,10 @@ def test_the_shortcut_fires_on_real_streams(name, least):
 
 
 @pytest.mark.parametrize(
-    ("name", "client", "least"),
-    [
-        ("deepseek-reasoning-content", Protocol.OPENAI_RESPONSES, 190),
-        ("openrouter-reasoning", Protocol.OPENAI_RESPONSES, 90),
-        ("plain-text-usage", Protocol.OPENAI_RESPONSES, 290),
-    ],
+    ("name", "least"), [("deepseek-reasoning-content", 190), ("openrouter-reasoning", 90), ("plain-text-usage", 290)]
 )
-def test_the_responses_client_writes_real_chat_deltas_from_the_token(name, client, least):
+@pytest.mark.parametrize("client", [Protocol.OPENAI_RESPONSES, Protocol.GEMINI], ids=lambda p: p.value)
+def test_the_responses_and_gemini_clients_write_real_chat_deltas_from_the_token(name, client, least):
     s = next(x for x in samples("openai-chat", stream=True) if name in x.name)
     on, off, hits = _both(client, Protocol.OPENAI_CHAT, frames(s.body))
     assert on == off
@@ -259,6 +255,9 @@ SHORTCUT_PAIRS = {
     (Protocol.OPENAI_RESPONSES, Protocol.ANTHROPIC_MESSAGES),
     (Protocol.ANTHROPIC_MESSAGES, Protocol.OPENAI_RESPONSES),
     (Protocol.OPENAI_CHAT, Protocol.OPENAI_RESPONSES),
+    (Protocol.GEMINI, Protocol.OPENAI_CHAT),
+    (Protocol.GEMINI, Protocol.ANTHROPIC_MESSAGES),
+    (Protocol.GEMINI, Protocol.OPENAI_RESPONSES),
 }
 
 

@@ -95,6 +95,8 @@ _END = {
     Protocol.GEMINI: b'"finishReason":"STOP"',
 }
 ANTHROPIC_SHORTCUT = [c for c in CLIENTS if (c, Protocol.ANTHROPIC_MESSAGES) in SHORTCUT_PAIRS]
+#: the clients whose encoder writes an arguments delta from its token (Gemini sends a call whole, at its stop)
+ARGS_TAKERS = [c for c in ANTHROPIC_SHORTCUT if c is not Protocol.GEMINI]
 
 
 @pytest.mark.parametrize("client", [c for c in CLIENTS if c is not Protocol.ANTHROPIC_MESSAGES], ids=lambda p: p.value)
@@ -107,7 +109,7 @@ def test_an_anthropic_stream_is_the_same_with_the_shortcut(client):
         assert _END[client] in on, name
         if name == "frames" and client in ANTHROPIC_SHORTCUT:
             # all but each block's first delta (learnt from) and a thinking block's second (Chat's tail)
-            assert hits >= 445, hits
+            assert hits >= (445 if client in ARGS_TAKERS else 345), hits
 
 
 @pytest.mark.parametrize("client", ANTHROPIC_SHORTCUT, ids=lambda p: p.value)
@@ -116,11 +118,11 @@ def test_anthropic_frames_without_padding(client):
     data = _anth_stream(_tokens(rng, 30), _tokens(rng, 30), _args_tokens(rng, 30), pad=False)
     on, off, hits = _both(client, Protocol.ANTHROPIC_MESSAGES, frames(data))
     assert on == off
-    assert hits >= 85, hits
+    assert hits >= (85 if client in ARGS_TAKERS else 55), hits
 
 
 @pytest.mark.parametrize("stop", ["tool_use", "max_tokens"])
-@pytest.mark.parametrize("client", ANTHROPIC_SHORTCUT, ids=lambda p: p.value)
+@pytest.mark.parametrize("client", ARGS_TAKERS, ids=lambda p: p.value)
 def test_tool_arguments_read_by_the_shortcut_are_checked_as_without_it(client, stop):
     """Arguments that are not a JSON object: an error at the end, unless max_tokens cut them off; so the
     fragments the shortcut passed were kept for the check."""

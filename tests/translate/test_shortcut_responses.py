@@ -27,6 +27,8 @@ from dragoman.protocols import Protocol
 RESPONSES = Protocol.OPENAI_RESPONSES
 TAKERS = [c for c in CLIENTS if (c, RESPONSES) in SHORTCUT_PAIRS]
 OTHERS = [c for c in CLIENTS if c is not RESPONSES]
+#: the clients whose encoder writes an arguments delta from its token (Gemini sends a call whole, at its stop)
+ARGS_TAKERS = [c for c in TAKERS if c is not Protocol.GEMINI]
 _MARK = "\x00delta\x00"
 _RS, _MSG, _FC = "rs_0fab01", "msg_0fab02", "fc_0fab03"
 
@@ -137,7 +139,7 @@ def test_a_responses_stream_is_the_same_with_the_shortcut(client, last):
         assert b"rror" not in on.replace(b'"error":null', b""), name
         if name == "frames" and client in TAKERS:
             # all but each item's or summary part's first delta (learnt from) and Chat's thinking tail
-            assert hits >= 430, hits
+            assert hits >= (430 if client in ARGS_TAKERS else 330), hits
 
 
 @pytest.mark.parametrize("client", TAKERS, ids=lambda p: p.value)
@@ -146,10 +148,10 @@ def test_responses_frames_without_padding(client):
     data = _stream([_tokens(rng, 30)], _tokens(rng, 30), _args(rng, 30), pad=False)
     on, off, hits = _both(client, RESPONSES, frames(data))
     assert on == off
-    assert hits >= 84, hits
+    assert hits >= (84 if client in ARGS_TAKERS else 54), hits
 
 
-@pytest.mark.parametrize("client", TAKERS, ids=lambda p: p.value)
+@pytest.mark.parametrize("client", ARGS_TAKERS, ids=lambda p: p.value)
 def test_arguments_read_by_the_shortcut_are_checked_as_without_it(client):
     """Arguments that are not JSON: an error at the end, the same both ways (the fragments were kept)."""
     rng = random.Random(13)
@@ -176,7 +178,7 @@ def test_a_done_that_disagrees_with_the_deltas_is_found_as_without_the_shortcut(
     data = data.replace(each[i], each[i].replace(key, key + b"X", 1))
     on, off, hits = _both(client, RESPONSES, frames(data))
     assert on == off
-    assert hits >= 50, hits
+    assert hits >= (50 if client in ARGS_TAKERS else 30), hits
 
 
 @pytest.mark.parametrize(

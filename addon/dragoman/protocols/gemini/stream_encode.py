@@ -54,6 +54,7 @@ from dragoman.protocols.gemini.response import finish_reason
 from dragoman.protocols.gemini.response import function_call
 
 _dumps = orjson.dumps
+_loads = orjson.loads
 
 
 class _Block:
@@ -114,6 +115,28 @@ class GeminiStreamEncoder(StreamEncoder):
 
     def _unexpected(self, ev: StreamEvent) -> bytes:
         raise TranslationError(f"Gemini stream encoder got {type(ev).__name__} out of order", 500)
+
+    def literal(self, kind: type[StreamEvent], index: int, token: bytes) -> bytes | None:
+        # ``encode``'s one-part SSE event for a text / thinking delta, the text already a JSON string token; the
+        # block keeps its str (read from the token) and the answer's UTF-8 length grows by the text's
+        pre = self._pre
+        if pre is not None:
+            b = self._blocks.get(index)
+            if b is not None:
+                if kind is TextDelta and not self._signer.pending:
+                    if 92 not in token:
+                        raw = token[1:-1]
+                        b.text.append(raw.decode())
+                        self._bytes += len(raw)
+                    else:
+                        text = _loads(token)
+                        b.text.append(text)
+                        self._bytes += len(text.encode())
+                    return pre + token + b"}" + self._post
+                if kind is ThinkingDelta:
+                    b.text.append(token[1:-1].decode() if 92 not in token else _loads(token))
+                    return pre + token + b',"thought":true}' + self._post
+        return None
 
     # -- interface
 
