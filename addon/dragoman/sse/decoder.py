@@ -80,11 +80,6 @@ class SSEDecoder:
             return self._whole_events(chunk)  # whole LF-only events, nothing pending
         return self._general(chunk)
 
-    def ready(self, chunk: bytes) -> bool:
-        """Whether ``chunk`` could be read as one whole frame now: nothing pending, within the cap
-        (``StreamDecoder.shortcut`` checks the frame's own bytes: LF-only lines of a known shape)."""
-        return self._clean and len(chunk) <= self._room
-
     def one(self, chunk: bytes) -> SSEEvent | None:
         """The event ``chunk`` holds when it is exactly one whole event of the usual shape and nothing is
         pending (what an upstream sends per HTTP chunk: an optional ``event: E`` line, one ``data: X`` line,

@@ -112,7 +112,10 @@ class StreamTranslator:
         # else: ``_events``
         try:
             sc = self._short
-            if sc is not None and self._sse.ready(data):  # nothing pending: the frame is read alone
+            framer = self._sse
+            # nothing pending in the SSE decoder and the chunk within its cap: the frame can be read alone
+            # (the decoder's ``shortcut`` checks the frame's own bytes: LF-only lines of a learnt shape)
+            if sc is not None and framer._clean and len(data) <= framer._room:
                 out = sc(data, self._literal)
                 if out is not None:
                     self.events_in += 1
