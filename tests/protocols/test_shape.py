@@ -189,3 +189,11 @@ def test_a_counter_or_padding_found_twice_or_spelt_otherwise_is_not_cut():
     assert shape is not None
     assert shape.match(b"data: " + (_RESP % ("8", '"x"', '"Q"')).encode() + b"\n\n") is None
     assert shape.match(b"data: " + (_RESP % ("7", '"x"', '"Q"')).encode() + b"\n\n") == b'"x"'
+
+
+def test_data_of_several_lines_is_not_learnt():
+    """``data: {"a":`` then ``data: "content":"x"}``: the event's data holds a line feed; a frame with those
+    bytes on one ``data:`` line and a bare second line is another event (its second line no data line)."""
+    assert learn('{"choices":\n[{"delta":{"content":"x"}}]}', b'"content":', "x", None) is None
+    assert learn('{"choices":\r[{"delta":{"content":"x"}}]}', b'"content":', "x", None) is None
+    assert learn('{"choices":[{"delta":{"content":"x"}}]}', b'"content":', "x", None) is not None

@@ -204,3 +204,24 @@ def test_the_shortcut_fires_on_real_anthropic_streams(client, name, least):
     on, off, hits = _both(client, Protocol.ANTHROPIC_MESSAGES, frames(s.body))
     assert on == off
     assert hits >= least, hits
+
+
+@pytest.mark.parametrize("client", ANTHROPIC_SHORTCUT, ids=lambda p: p.value)
+def test_deltas_sent_on_several_data_lines_are_not_learnt(client):
+    """An event whose data spans two ``data:`` lines holds a line feed; a later frame of the same bytes but
+    a bare second line (not a data line: the event's data is cut short) must fail as without the shortcut."""
+    toks = [b'"one"', b'"two"', b'"three"']
+    each = frames(_anth_stream(toks, toks, [b'"{}"'], pad=False))
+    split = [
+        f.replace(b',"delta":{"type":"text_delta"', b',"delta":\ndata: {"type":"text_delta"')
+        if b'"index":1,"delta":{"type":"text_delta"' in f
+        else f
+        for f in each
+    ]
+    i = max(i for i, f in enumerate(split) if b'"text_delta"' in f)  # block 1's last delta, then its stop
+    bare = split[i].replace(b',"delta":\ndata: {', b',"delta":\n{')
+    assert bare != split[i]
+    data = b"".join([*split[: i + 1], bare, *split[i + 1 :]])
+    on, off, _ = _both(client, Protocol.ANTHROPIC_MESSAGES, frames(data))
+    assert on == off
+    assert b"nvalid" in on or b"rror" in on

@@ -98,6 +98,8 @@ def learn(
     the value of its top-level ``obfuscation`` member, ``seq``: of its ``sequence_number`` (None: none, or a
     literal part of the frame). None: not cut."""
     p = payload.encode()
+    if 10 in p or 13 in p:  # data of several ``data:`` lines: a frame of those bytes is not one event line
+        return None
     cut = key + _dumps(text)
     i = p.find(cut)
     if i < 0 or p.rfind(cut) != i:
