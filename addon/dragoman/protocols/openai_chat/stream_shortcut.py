@@ -13,7 +13,6 @@ after a whole frame missed every shape, so a stream whose frames never match soo
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 from typing import Any
 
 import orjson
@@ -27,8 +26,9 @@ from dragoman.protocols._shape import learn as cut
 from dragoman.protocols.base import Literal
 from dragoman.sse.events import SSEEvent
 
-if TYPE_CHECKING:
-    from dragoman.protocols.openai_chat.stream_decode import ChatStreamDecoder
+#: the decoder these functions serve (its attributes are set in its ``__init__``); typed loosely, as it imports
+#: this module (an import back would be a circle)
+ChatStreamDecoder = Any
 
 #: tries per stream (``learn``)
 LEARNS = 32

@@ -15,7 +15,6 @@ reads: ``literal`` writes it as a thinking delta. A frame it does not take goes 
 from __future__ import annotations
 
 import zlib
-from typing import TYPE_CHECKING
 from typing import Any
 
 import orjson
@@ -33,8 +32,9 @@ from dragoman.protocols.openai_responses.stream_decode_items import ItemKind
 from dragoman.protocols.openai_responses.stream_decode_items import Phase
 from dragoman.sse.events import SSEEvent
 
-if TYPE_CHECKING:
-    from dragoman.protocols.openai_responses.stream_decode import ResponsesStreamDecoder
+#: the decoder these functions serve (its attributes are set in its ``__init__``); typed loosely, as it imports
+#: this module (an import back would be a circle)
+ResponsesStreamDecoder = Any
 
 #: tries per stream spent in vain (no shape cut, or an item's own shape missed one of its deltas)
 LEARNS = 32
