@@ -4,6 +4,7 @@ port is taken (issue 30, item 6). Real processes on ephemeral ports; each test s
 from __future__ import annotations
 
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -146,11 +147,12 @@ def test_fake_upstream_stops_cleanly_on_signal(tmp_path, sig):
         stderr=subprocess.PIPE,
     )
     try:
-        deadline = time.monotonic() + 30
-        while not _listening(port):
-            assert proc.poll() is None
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
+        # its own line says it listens (a probe of the port could find another test's server on it, and a
+        # signal before the command set its handlers would kill it)
+        ready, _, _ = select.select([proc.stdout], [], [], 30)
+        assert ready, "the fake upstream said nothing within 30 s"
+        line = proc.stdout.readline()
+        assert f"127.0.0.1:{port}".encode() in line, line
         proc.send_signal(sig)
         assert proc.wait(timeout=15) == 0
         assert b"Traceback" not in proc.stderr.read()

@@ -389,18 +389,20 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--delay", type=float, default=0.05, help="seconds between streamed events (default 0.05)")
     args = ap.parse_args(argv)
+    fake: FakeUpstream | None = None
+    # one protected range from before the constructor (which listens before it returns) to the end: a signal
+    # may arrive at any point once the port is open, also between the constructor's return and the next line
     try:
-        fake = FakeUpstream(port=args.port, scenario=args.scenario, stall=args.stall, delay=args.delay)
-    except OSError as e:
-        print(f"dragoman fake-upstream: cannot listen on 127.0.0.1:{args.port}: {e.strerror or e}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:  # stopped while starting (it listens before the constructor returns)
-        return 0
-    try:  # listening from here: a signal may arrive at any point on
+        try:
+            fake = FakeUpstream(port=args.port, scenario=args.scenario, stall=args.stall, delay=args.delay)
+        except OSError as e:
+            print(f"dragoman fake-upstream: cannot listen on 127.0.0.1:{args.port}: {e.strerror or e}", file=sys.stderr)
+            return 1
         print(f"fake upstream listening on {fake.url} (scenario {fake.scenario}; Ctrl-C to stop)", flush=True)
         fake.serve_forever()
     except KeyboardInterrupt:  # Ctrl-C, or SIGTERM/SIGHUP under the command line's ``stop_on_signals``
         pass
     finally:
-        fake.stop()
+        if fake is not None:
+            fake.stop()
     return 0
