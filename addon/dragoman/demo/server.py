@@ -145,9 +145,10 @@ class FakeUpstream:
             raise RuntimeError("the fake upstream did not start")
         return self
 
-    def serve_forever(self) -> None:
-        """Serve in this thread until ``stop()`` (from another thread) or Ctrl-C."""
-        self._run(None)
+    def serve_forever(self, announce: str = "") -> None:
+        """Serve in this thread until ``stop()`` (from another thread) or Ctrl-C; ``announce``: a line printed
+        once the loop serves (a signal from then on stops it cleanly: whoever waits for the line may send one)."""
+        self._run(None, announce)
 
     def stop(self) -> None:
         loop, done = self._loop, self._done
@@ -166,19 +167,21 @@ class FakeUpstream:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def _run(self, ready: threading.Event | None) -> None:
+    def _run(self, ready: threading.Event | None, announce: str = "") -> None:
         try:
-            asyncio.run(self._serve(ready))
+            asyncio.run(self._serve(ready, announce))
         finally:
             self._sock.close()
 
-    async def _serve(self, ready: threading.Event | None) -> None:
+    async def _serve(self, ready: threading.Event | None, announce: str = "") -> None:
         self._loop = asyncio.get_running_loop()
         self._done = asyncio.Event()
         # asyncio listens again on the socket it is given, with its own default of 100 unless told
         server = await asyncio.start_server(self._connection, sock=self._sock, limit=_LIMIT, backlog=self._backlog)
         if ready is not None:
             ready.set()
+        if announce:
+            print(announce, flush=True)
         try:
             await self._done.wait()
         finally:
@@ -398,8 +401,7 @@ def main(argv: list[str] | None = None) -> int:
         except OSError as e:
             print(f"dragoman fake-upstream: cannot listen on 127.0.0.1:{args.port}: {e.strerror or e}", file=sys.stderr)
             return 1
-        print(f"fake upstream listening on {fake.url} (scenario {fake.scenario}; Ctrl-C to stop)", flush=True)
-        fake.serve_forever()
+        fake.serve_forever(f"fake upstream listening on {fake.url} (scenario {fake.scenario}; Ctrl-C to stop)")
     except KeyboardInterrupt:  # Ctrl-C, or SIGTERM/SIGHUP under the command line's ``stop_on_signals``
         pass
     finally:
