@@ -113,10 +113,6 @@ class StreamDecoder(ABC):
         default learns nothing."""
         return None
 
-    def prepare_shortcut(self) -> None:  # noqa: B027 - a hook: the default learns nothing
-        """Called once, before the first frame, when the translator will call ``shortcut`` (the encoder has a
-        ``literal``): a decoder starts learning frames then, and costs nothing otherwise."""
-
 
 class StreamEncoder(ABC):
     """IR stream events -> client SSE bytes, owning the client protocol's framing and id allocation."""

@@ -96,8 +96,6 @@ class StreamTranslator:
             else None
         )
         self._literal = encoder.literal
-        if self._short is not None:
-            decoder.prepare_shortcut()
 
     @property
     def encoder(self) -> StreamEncoder:

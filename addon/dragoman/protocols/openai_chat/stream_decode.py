@@ -111,11 +111,11 @@ class ChatStreamDecoder(StreamDecoder):
         #: url_citation annotations waiting for the stop of the text block they cite
         self._cites: list[Citation] = []
         #: the learnt frames (``stream_shortcut``): of a text / ``reasoning_content`` delta by block kind, of
-        #: each open function call's arguments delta; tries left (0: no shortcut, see ``prepare_shortcut``)
+        #: each open function call's arguments delta; tries left; a whole frame missed them (``shortcut``)
         self._shapes: dict[BlockKind, Shape] = {}
         self._calls: list[tuple[Shape, _Tool]] = []
         self._held: set[_Tool] = set()  # calls the client's encoder would not write from a token
-        self._learns = 0
+        self._learns = stream_shortcut.LEARNS
         self._missed = False
 
     # -- interface
@@ -196,7 +196,14 @@ class ChatStreamDecoder(StreamDecoder):
                     fr = choice.get("finish_reason")
                     if fr is not None:
                         self._on_finish(fr, out)
-                    elif learnt is not None and self._learns and len(out) == 1 and u is None and xg is None:
+                    elif (
+                        learnt is not None
+                        and self._missed
+                        and self._learns
+                        and len(out) == 1
+                        and u is None
+                        and xg is None
+                    ):
                         stream_shortcut.learn(self, ev, obj, learnt, out[0])
             return out
         except (TypeError, AttributeError, KeyError, IndexError, ValueError) as e:
@@ -206,9 +213,6 @@ class ChatStreamDecoder(StreamDecoder):
             ) from e
 
     shortcut = stream_shortcut.shortcut  # a frame that is a learnt delta again: see ``stream_shortcut``
-
-    def prepare_shortcut(self) -> None:
-        self._learns = stream_shortcut.LEARNS
 
     def close(self) -> list[StreamEvent]:
         phase = self.phase

@@ -71,7 +71,8 @@ def shortcut(dec: ChatStreamDecoder, raw: bytes, literal: Literal) -> bytes | No
 
 def learn(dec: ChatStreamDecoder, ev: SSEEvent, obj: dict[str, Any], kind: BlockKind, delta: Any) -> None:
     """After ``feed`` decoded ``ev`` as nothing but ``delta`` (one text / thinking delta of the open block, or
-    one call's arguments delta: ``kind``), with no usage and no finish: cut its frame, if it is not known."""
+    one call's arguments delta: ``kind``), with no usage and no finish, after a whole frame missed every shape
+    (``shortcut`` sets ``_missed``; never where the translator does not call it): cut its frame."""
     if ev.event is not None or len(obj["choices"]) != 1:
         return
     if kind is ARGS:
@@ -88,8 +89,6 @@ def learn(dec: ChatStreamDecoder, ev: SSEEvent, obj: dict[str, Any], kind: Block
         slot = None
         old = dec._shapes.get(kind)
         text = delta.text
-    if old is not None and not dec._missed:
-        return
     dec._missed = False
     pad = obj.get("obfuscation")  # OpenAI's padding, the chunk's last member
     if pad.__class__ is not str or next(reversed(obj)) != "obfuscation":
