@@ -1,10 +1,11 @@
 """Where a running mitmdump's CPU goes under one of issue 31's loads (py-spy on the live process).
 
     .venv/bin/pip install py-spy
-    .venv/bin/python bench/profile_load.py short|short-two|stream|passthrough-short|passthrough-stream [--seconds 10]
+    .venv/bin/python bench/profile_load.py short|short-two|stream|probe|passthrough-short|passthrough-stream|passthrough-probe [--seconds 10]
 
 Starts the fake upstream and one mitmdump (Dragoman with one Chat upstream, or a two-entry route, or the
-pass-through), drives the load while ``py-spy record -f raw`` samples the mitmdump process, and prints the share
+pass-through), drives the load (``probe``: small 20-event streams one after another on new connections, what
+the time to first byte is made of) while ``py-spy record -f raw`` samples the mitmdump process, and prints the share
 of samples per part: mitmproxy's hook dispatch, each Dragoman part (the Translate addon, the relay, the
 translator, the ledger, the other addons), logging, and the rest of mitmproxy and asyncio. Samples are counted
 by the innermost frame that belongs to a part, so each sample counts once. ``--raw FILE`` keeps py-spy's output.
@@ -126,7 +127,15 @@ def main() -> int:
         "load",
         nargs="?",
         default="short",
-        choices=["short", "short-two", "stream", "passthrough-short", "passthrough-stream"],
+        choices=[
+            "short",
+            "short-two",
+            "stream",
+            "probe",
+            "passthrough-short",
+            "passthrough-stream",
+            "passthrough-probe",
+        ],
     )
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--rate", type=int, default=250, help="py-spy samples per second")
@@ -140,7 +149,7 @@ def main() -> int:
     workdir = Path(tempfile.mkdtemp(prefix="dragoman-prof-"))
     started: list[procs.Proc] = []
     try:
-        up = procs.start_upstream(1, [20000])
+        up = procs.start_upstream(1, [20000, 20])
         started.append(up)
         if a.load.startswith("passthrough"):
             proc = procs.start_mitmdump("pt", a.mitmdump, up.port, mitm.PASSTHROUGH_SCRIPT, {}, 0, workdir)
@@ -162,7 +171,10 @@ def main() -> int:
 
         def drive() -> None:
             while not stop.is_set():
-                if a.load.endswith("stream"):
+                if a.load.endswith("probe"):
+                    mitm.client.fetch(proc.port, path.path, path.body(streams.bench_model(20), True))
+                    done[0] += 1
+                elif a.load.endswith("stream"):
                     mitm.client.fetch(proc.port, path.path, path.body(streams.bench_model(20000), True))
                     done[0] += 20000
                 else:
@@ -172,7 +184,8 @@ def main() -> int:
         drive_once = threading.Thread(target=drive, daemon=True)
         drive_once.start()
         deadline = time.monotonic() + 120
-        while done[0] < (40000 if a.load.endswith("stream") else 256) and time.monotonic() < deadline:
+        warm = 40000 if a.load.endswith("stream") else 256
+        while done[0] < warm and time.monotonic() < deadline:
             time.sleep(0.2)  # start-up (imports, gc.freeze at ``running``) must not be in the profile
         time.sleep(0.5)
         out = workdir / "raw.txt"
@@ -203,7 +216,7 @@ def main() -> int:
         raw = out.read_text()
         if a.raw:
             Path(a.raw).write_text(raw)
-        unit = "event" if a.load.endswith("stream") else "request"
+        unit = "event" if a.load.endswith("stream") else "probe" if a.load.endswith("probe") else "request"
         per = (c1 - c0) / max(1, n1 - n0) * 1e6
         print(f"{a.load}: {n1 - n0} {unit}s sampled, mitmdump CPU {per:,.1f} µs per {unit} (py-spy adds a little)")
         print_summary(raw, per, unit)

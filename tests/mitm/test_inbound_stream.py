@@ -172,3 +172,62 @@ def test_the_ledger_reads_the_usage_the_translated_stream_carried(tctx, addon, t
     usage = state.usage_tap.usage
     assert (usage.input_tokens, usage.output_tokens) == (11, 7)
     addon.usage.close()
+
+
+# -- the end of the flow: its stream's state goes with the stream, not with the flow (issue 31)
+
+
+@pytest.mark.parametrize("hook", ["response", "error"])
+@pytest.mark.parametrize("opts", [{}, {"dragoman_keep_answer": True}])
+def test_a_finished_stream_lets_its_state_go_without_the_flow(tctx, addon, hook, opts):
+    """mitmproxy's flow is freed only by the cyclic collector: what it still holds when it ends waited for a
+    collection. At ``response``/``error`` the stream callable (which holds the translator, the request's IR and
+    parsed JSON) is replaced by an inert one, so all of that is freed by reference counting there and then."""
+    import gc
+    import weakref
+
+    from mitmproxy import flow as mflow
+
+    from dragoman.mitm.flowstate import ended_stream
+
+    f = start_stream(tctx, addon, **opts)
+    fn = f.response.stream
+    state = addon.flows.get(f.id)
+    held = _Held()
+    state.ctx.extra["held by the stream's state"] = held  # what the translator's context holds
+    held_ref = weakref.ref(held)
+    del held
+    out = feed_all(fn, [CHAT_STREAM])
+    assert b"message_start" in out
+    fn(b"")
+    del fn, state
+    gc.disable()  # freed by reference counting alone, not by a collection
+    try:
+        if hook == "error":
+            f.error = mflow.Error("connection closed")
+            addon.error(f)
+        else:
+            addon.response(f)
+        assert f.response.stream is ended_stream
+        assert f.response.stream(b"x") == [] and f.response.stream(b"") == []
+        assert held_ref() is None
+    finally:
+        gc.enable()
+
+
+class _Held:
+    pass
+
+
+def test_a_stream_callable_put_around_ours_by_another_addon_stays(tctx, addon):
+    f = start_stream(tctx, addon)
+    ours = f.response.stream
+
+    def theirs(data: bytes):
+        return ours(data)
+
+    f.response.stream = theirs
+    feed_all(theirs, [CHAT_STREAM])
+    theirs(b"")
+    addon.response(f)
+    assert f.response.stream is theirs  # not ours to drop

@@ -22,6 +22,7 @@ from dragoman.ir.common import ErrorInfo
 from dragoman.ir.common import ErrorKind
 from dragoman.logsafe import logsafe
 from dragoman.mitm.flowstate import FlowState
+from dragoman.mitm.flowstate import inner_code
 from dragoman.mitm.guards import lint
 from dragoman.mitm.keymask import KeyMask
 from dragoman.mitm.keymask import StreamMask
@@ -326,6 +327,10 @@ def _general_callable(
         return out
 
     return on_chunk
+
+
+#: the code of the stream callables above (``flowstate.detach_stream`` drops them at the flow's end)
+STREAM_CODES = frozenset({inner_code(_plain_callable, "on_chunk"), inner_code(_general_callable, "on_chunk")})
 
 
 def _finish(state: FlowState) -> bytes:

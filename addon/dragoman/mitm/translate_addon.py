@@ -36,6 +36,7 @@ from dragoman.mitm.faults import IdleWatchdog
 from dragoman.mitm.flowstate import METADATA_KEY
 from dragoman.mitm.flowstate import TARGET_OVERRIDE_KEY
 from dragoman.mitm.flowstate import FlowState
+from dragoman.mitm.flowstate import detach_stream
 from dragoman.mitm.flowstate import log_done
 from dragoman.mitm.flowstate import log_dropped
 from dragoman.mitm.guards import lint
@@ -388,6 +389,7 @@ class Translate(TranslateConfig):
             state.watchdog.cancel()
         if state.relay_token is not None:
             self.relay.forget(state.relay_token)
+        detach_stream(flow, inbound.STREAM_CODES)  # the stream is over: its state goes now, not with the flow
         logger.debug("flow %s: state released, %d flows in flight", flow.id, len(self.flows))
         return state
 

@@ -289,3 +289,19 @@ def test_a_stream_goes_to_disk_as_it_arrives_not_into_memory(chain, tmp_path):
     assert [f.name for f in (tmp_path / "rec" / "s").iterdir()] == ["001-anthropic-to-openai-chat-claude-x.json"]
     (ex,) = recorded(tmp_path)
     assert [c for c, _ in ex.upstream_response.chunk_bytes()] == events
+
+
+def test_a_recorded_stream_lets_its_tee_and_state_go_at_the_flows_end(chain, tmp_path):
+    """The recorder's tee around Translate's stream callable is dropped at ``response`` (``detach_stream``): the
+    flow no longer holds the stream's spools and translation state until a garbage collection frees the flow."""
+    from dragoman.mitm.flowstate import ended_stream
+
+    rec, tr, _ = chain
+    flow = client_flow()
+    run_request(rec, tr, flow)
+    run_stream(rec, tr, flow, fu.chat_reply("text", "claude-x", True, True).events)
+    assert flow.response.stream.__qualname__.startswith("Recorder._tee")
+    finish(rec, tr, flow)
+    assert flow.response.stream is ended_stream
+    (ex,) = recorded(tmp_path)  # recorded as before
+    assert ex.stream and ex.upstream_response.status == 200

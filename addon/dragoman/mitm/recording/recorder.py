@@ -36,6 +36,8 @@ from mitmproxy import exceptions
 from mitmproxy import http
 
 from dragoman.mitm.flowstate import METADATA_KEY
+from dragoman.mitm.flowstate import detach_stream
+from dragoman.mitm.flowstate import inner_code
 from dragoman.mitm.guards.scrub import known_keys
 from dragoman.mitm.recording import files as store
 from dragoman.mitm.recording.build import Pending
@@ -237,6 +239,7 @@ class Recorder:
         p = self.pending.pop(flow.id, None)
         if p is None:
             return
+        detach_stream(flow, _TEE_CODES)  # the tee and the stream it wraps go now, not with the flow
         if p.saved_chunks is not None and flow.response is not None:
             # -w: make the saved flow carry both sides of the streamed response
             if flow.response.raw_content is None and p.client is not None:
@@ -252,6 +255,7 @@ class Recorder:
         p = self.pending.pop(flow.id, None)
         if p is None:
             return
+        detach_stream(flow, _TEE_CODES)
         self._finish(flow, p, flow.error.msg if flow.error else "unknown error")
 
     def done(self) -> None:
@@ -297,6 +301,10 @@ class Recorder:
         logger.error("cannot write a recording to %s: %s; stopping", self.root, e)
         sys.stderr.write(f"Dragoman: cannot write the recording to {self.root}: {e}\n")
         sys.exit(1)
+
+
+#: the code of the recorder's tee (``flowstate.detach_stream`` drops it at the flow's end)
+_TEE_CODES = frozenset({inner_code(Recorder._tee, "on_chunk")})
 
 
 def _known_keys() -> list[str]:
