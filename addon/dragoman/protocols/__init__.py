@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from enum import StrEnum
+from functools import lru_cache
 
 
 class Protocol(StrEnum):
@@ -38,7 +39,14 @@ _GEMINI_PATH = re.compile(r"/v1\w*(?:/models/[^/:]+|internal):(?:stream)?[gG]ene
 
 def detect(path: str) -> Protocol | None:
     """The client's protocol from the request path (query string ignored)."""
-    p = path.split("?", 1)[0].rstrip("/")
+    return _detect(path.split("?", 1)[0])
+
+
+@lru_cache(maxsize=256)
+def _detect(path: str) -> Protocol | None:
+    """``detect`` of a path without its query (which may carry a key: never kept here); remembered, as every
+    flow asks several times (the gate, the endpoints, the recorder, Translate) for the same few paths."""
+    p = path.rstrip("/")
     if ":" in p and _GEMINI_PATH.search(p):
         return Protocol.GEMINI
     if p.endswith("/v1/messages") or p == "/messages":

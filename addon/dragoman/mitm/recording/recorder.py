@@ -152,7 +152,9 @@ class Recorder:
         )
 
     def configure(self, updated: set[str]) -> None:
-        if "save_stream_file" in updated:  # mitmproxy's option, read by every flow's hooks (``active``)
+        if "save_stream_file" in updated or self._save_stream is None:
+            # mitmproxy's option, read by every flow's hooks (``active``): known from the first configure on (a
+            # host without mitmproxy's ``save`` addon has no such option: never saving)
             self._save_stream = bool(getattr(ctx.options, "save_stream_file", None))
         if "dragoman_redact" in updated:
             self.redact_names = [n for n in ctx.options.dragoman_redact if n.strip()]
