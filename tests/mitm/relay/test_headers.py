@@ -87,3 +87,27 @@ def test_body_of_an_empty_or_undecodable_message():
     resp.headers["content-encoding"] = "gzip"
     resp.raw_content = b"not gzip"
     assert hdr.body(resp) == resp.get_content(strict=False) == b"not gzip"
+
+
+def test_reads_follow_every_change_of_the_headers():
+    """``get``/``has`` read an index kept on the ``Headers`` for its current ``fields`` tuple: every change
+    (mitmproxy's own setters, ``edit``, ``replace``, ``fields`` assigned, a copy changed) is seen at once."""
+    h = headers()
+    assert hdr.get(h, b"x-api-key") == "sk-client" and not hdr.has(h, b"authorization")
+    h["authorization"] = "Bearer a"
+    assert hdr.get(h, b"authorization") == "Bearer a"
+    h.pop("x-api-key")
+    assert not hdr.has(h, b"x-api-key") and hdr.get(h, b"x-api-key", "gone") == "gone"
+    h.add("Accept", "e/f")
+    assert hdr.get(h, b"accept") == h.get("accept") == "a/b, c/d, e/f"
+    hdr.edit(h, drop={b"accept"}, put=[(b"content-length", "7")])
+    assert not hdr.has(h, b"accept") and hdr.get(h, b"content-length") == "7"
+    hdr.replace(h, b"host", "example.com")
+    assert hdr.get(h, b"host") == "example.com"
+    h.fields = ((b"X-New", b"1"),)
+    assert hdr.get(h, b"x-new") == "1" and not hdr.has(h, b"host")
+    c = h.copy()
+    c["x-new"] = "2"
+    assert (hdr.get(c, b"x-new"), hdr.get(h, b"x-new")) == ("2", "1")
+    h.clear()
+    assert not hdr.has(h, b"x-new")

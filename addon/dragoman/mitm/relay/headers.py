@@ -21,16 +21,35 @@ def _text(value: bytes) -> str:
     return value.decode("utf-8", "surrogateescape")
 
 
+#: the attribute under which a ``Headers`` keeps its index (``_index``)
+_INDEX_ATTR = "_dragoman_index"
+
+
+def _index(headers: http.Headers) -> dict[bytes, list[bytes]]:
+    """The header values by lower-case name, built once per ``fields`` tuple and kept on the ``Headers`` itself:
+    every change to a mitmproxy ``Headers`` assigns a new ``fields`` tuple (tuples never change), so an index
+    whose tuple is the current one is current. A flow's hooks read its request headers about ten times (the
+    gate, CORS, client keys, endpoints, Translate): one scan instead of ten (issue 31)."""
+    fields = headers.fields
+    kept = getattr(headers, _INDEX_ATTR, None)
+    if kept is not None and kept[0] is fields:
+        return kept[1]
+    index: dict[bytes, list[bytes]] = {}
+    for k, v in fields:
+        low = k.lower()
+        found = index.get(low)
+        if found is None:
+            index[low] = [v]
+        else:
+            found.append(v)
+    setattr(headers, _INDEX_ATTR, (fields, index))
+    return index
+
+
 def get(headers: http.Headers, name: bytes, default: str | None = None) -> str | None:
     """The value of header ``name`` (lower case), its values joined with ``", "`` when repeated; ``default``
     when absent (as ``headers.get(name, default)``)."""
-    found: list[bytes] | None = None
-    for k, v in headers.fields:
-        if k.lower() == name:
-            if found is None:
-                found = [v]
-            else:
-                found.append(v)
+    found = _index(headers).get(name)
     if found is None:
         return default
     return _text(found[0]) if len(found) == 1 else ", ".join(_text(v) for v in found)
@@ -38,7 +57,7 @@ def get(headers: http.Headers, name: bytes, default: str | None = None) -> str |
 
 def has(headers: http.Headers, name: bytes) -> bool:
     """``name`` (lower case) is among the headers."""
-    return any(k.lower() == name for k, _ in headers.fields)
+    return name in _index(headers)
 
 
 def body(message: http.Message) -> bytes:
