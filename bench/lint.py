@@ -27,6 +27,7 @@ import streams
 from inproc import CLOCK
 from inproc import make_translator
 
+from dragoman.lint.flow import BATCH
 from dragoman.lint.flow import FlowLint
 
 
@@ -43,9 +44,17 @@ def _once(client: str, upstream: str, req: bytes, events: list[bytes], lint: boo
             tr.feed(ev)
         tr.close()
     else:
-        feed = fl.feed  # what the addon's stream callable calls per chunk in ``log`` mode
+        # what the addon's plain stream callable does per chunk in ``log`` mode: two appends and a sum, both
+        # sides checked once ``BATCH`` bytes are gathered
+        feed, steps, gathered = tr.feed, fl.steps, 0
         for ev in events:
-            feed(ev, tr.feed(ev))
+            out = feed(ev)
+            steps.append(ev)
+            steps.append(out)
+            gathered += len(ev) + len(out)
+            if gathered >= BATCH:
+                gathered = 0
+                fl.check_steps()
         fl.feed_upstream(b"", final=True)
         fl.feed_ours(tr.close(), final=True)
         # both sides must be clean (a stream flagged early would stop its check and look cheap)

@@ -55,6 +55,14 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def _ticks(path: str) -> int:
+    """utime + stime (clock ticks) from a /proc ``stat`` file."""
+    with open(path) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    # fields[0] is the state (field 3); utime is field 14, stime field 15
+    return int(fields[11]) + int(fields[12])
+
+
 class Proc:
     def __init__(self, name: str, popen: subprocess.Popen, port: int, log: Path | None = None) -> None:
         self.name = name
@@ -67,11 +75,24 @@ class Proc:
         return self.popen.pid
 
     def cpu_seconds(self) -> float:
-        """utime + stime of the whole process (all threads), from /proc/<pid>/stat."""
-        with open(f"/proc/{self.pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        # fields[0] is the state (field 3); utime is field 14, stime field 15
-        return (int(fields[11]) + int(fields[12])) / CLK_TCK
+        """CPU time of the whole process, in seconds: each live thread's to the nanosecond (the scheduler's
+        own count, ``/proc/<pid>/task/<tid>/schedstat``), so a stream's few seconds are measured to the
+        microsecond instead of to ``/proc/<pid>/stat``'s 10 ms tick (0.5 µs per event over a 20,000-event
+        stream: a quarter of what the lint bench measures); the threads that have ended count in ticks (the
+        process's utime + stime less its live threads'). Without schedstat (a kernel built without it): ticks."""
+        pid = self.pid
+        ticks = _ticks(f"/proc/{pid}/stat")
+        live_ns = live_ticks = 0
+        try:
+            for tid in os.listdir(f"/proc/{pid}/task"):
+                with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                    live_ns += int(f.read().split()[0])
+                live_ticks += _ticks(f"/proc/{pid}/task/{tid}/stat")
+        except (OSError, ValueError, IndexError):
+            live_ns = 0
+        if not live_ns:
+            return ticks / CLK_TCK
+        return live_ns / 1e9 + max(0, ticks - live_ticks) / CLK_TCK
 
     def status_kib(self, key: str) -> int:
         with open(f"/proc/{self.pid}/status") as f:

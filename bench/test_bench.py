@@ -260,3 +260,31 @@ def test_profile_parts_innermost_part_wins_and_waits_are_apart():
     assert got[profile_load.IDLE_PART] == (8, 0.0)
     assert got["translator (translate/, protocols/, ir/, sse/)"] == (3, 3 / 8)
     assert got["mitmproxy hook dispatch (addonmanager, safecall)"] == (4, 0.5)
+
+
+def test_cpu_seconds_counts_every_thread_to_the_microsecond():
+    # two busy threads, one of which ends before the read: the ended one counts in ticks, the live one in ns
+    import procs
+
+    code = (
+        "import threading, time\n"
+        "def busy(s):\n"
+        "    t = time.process_time()\n"
+        "    while time.process_time() - t < s: pass\n"
+        "th = threading.Thread(target=busy, args=(0.2,)); th.start(); th.join()\n"
+        "busy(0.3); print('ready', flush=True); time.sleep(30)\n"
+    )
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
+    try:
+        assert p.stdout.readline() == b"ready\n"
+        proc = procs.Proc("busy", p, 0)
+        got = proc.cpu_seconds()
+        with open(f"/proc/{p.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        ticks = (int(fields[11]) + int(fields[12])) / procs.CLK_TCK
+        assert got >= 0.45
+        assert abs(got - ticks) <= 3 / procs.CLK_TCK
+        assert got != round(got * procs.CLK_TCK) / procs.CLK_TCK  # finer than a tick
+    finally:
+        p.kill()
+        p.wait()

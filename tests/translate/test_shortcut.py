@@ -46,12 +46,16 @@ def _one_clock(monkeypatch):
     monkeypatch.setattr(time, "time", lambda: 1_790_000_000.0)
 
 
-def _translator(client: Protocol, upstream: Protocol, short: bool) -> tuple[StreamTranslator, list[int]]:
+def _translator(
+    client: Protocol, upstream: Protocol, short: bool, repeat: bool = True
+) -> tuple[StreamTranslator, list[int]]:
     ctx = Context()
     plan = Plan(client, upstream)
     translate_request(orjson.dumps(_REQUESTS[client]), plan, ctx)
     tr = StreamTranslator(get_codec(upstream).stream_decoder(ctx), get_codec(client).stream_encoder(ctx), 8 << 20)
     hits = [0]
+    if not repeat:
+        tr.repeats = False
     if not short:
         tr._short = None
     else:
@@ -67,9 +71,16 @@ def _translator(client: Protocol, upstream: Protocol, short: bool) -> tuple[Stre
 
 
 def _both(client: Protocol, upstream: Protocol, pieces: list[bytes]) -> tuple[bytes, bytes, int]:
+    """The stream with the shortcut and its repeat, with the shortcut alone, with neither: the same bytes (the
+    first two compared here) -> (with both, with neither, the frames taken without a parse: by ``literal``
+    or as a repeat)."""
     on, hits = _translator(client, upstream, True)
+    alone, alone_hits = _translator(client, upstream, True, repeat=False)
     off, _ = _translator(client, upstream, False)
-    return run_stream(on, pieces), run_stream(off, pieces), hits[0]
+    got, without = run_stream(on, pieces), run_stream(alone, pieces)
+    assert got == without  # the repeat changes nothing
+    assert hits[0] + on.repeated == alone_hits[0]  # it takes exactly the frames the shortcut takes
+    return got, run_stream(off, pieces), hits[0] + on.repeated
 
 
 def _chat_frame(delta: dict | bytes, pad: str | None = "Qk", finish=None) -> bytes:
@@ -267,3 +278,66 @@ def test_only_pairs_that_both_have_it_take_it():
             if client is not upstream:
                 tr, _ = _translator(client, upstream, True)
                 assert (tr._short is not None) == ((client, upstream) in SHORTCUT_PAIRS), (client, upstream)
+
+
+#: pairs whose shortcut frames change nothing on either side for a text / thinking delta: the translator
+#: repeats them without asking either side (``StreamTranslator._repeat``)
+REPEAT_PAIRS = {
+    (Protocol.ANTHROPIC_MESSAGES, Protocol.OPENAI_CHAT),
+    (Protocol.OPENAI_CHAT, Protocol.ANTHROPIC_MESSAGES),
+}
+
+
+@pytest.mark.parametrize(
+    ("upstream", "name", "least"),
+    [
+        (Protocol.OPENAI_CHAT, "deepseek-reasoning-content", 185),
+        (Protocol.OPENAI_CHAT, "openrouter-reasoning", 85),
+        (Protocol.OPENAI_CHAT, "plain-text-usage", 285),
+        (Protocol.ANTHROPIC_MESSAGES, "thinking-signature", 100),
+    ],
+)
+@pytest.mark.parametrize("client", CLIENTS, ids=lambda p: p.value)
+def test_the_repeat_runs_where_both_sides_allow_it_and_only_there(client, upstream, name, least):
+    """Real text and thinking deltas: after the shortcut took one, the same delta again is written as its
+    token between the client's pieces (no decoder, no encoder), the same bytes (``_both`` compares); a
+    direction whose encoder keeps something per delta (Responses' sequence numbers, Gemini's lengths) or
+    whose decoder does (Responses') never repeats."""
+    if client is upstream:
+        return
+    s = next(x for x in samples(upstream.value, stream=True) if name in x.name)
+    on, _ = _translator(client, upstream, True)
+    got = run_stream(on, frames(s.body))
+    off, _ = _translator(client, upstream, False)
+    assert got == run_stream(off, frames(s.body))
+    if (client, upstream) in REPEAT_PAIRS:
+        assert on.repeated >= least, on.repeated
+    else:
+        assert on.repeated == 0
+
+
+@pytest.mark.parametrize("client", sorted({c for c, _ in REPEAT_PAIRS}, key=lambda p: p.value), ids=lambda p: p.value)
+def test_anything_between_repeated_deltas_ends_the_repeat(client):
+    """A keepalive (Chat) or a ping (Anthropic) inside a run of repeated deltas, a broken delta after it
+    (Chat): each other frame goes the usual way (which may change what the repeat assumed), the repeat
+    starts again after the next shortcut; every chunking gives the bytes of the translator without the
+    shortcut, and of the shortcut without the repeat (``_both``)."""
+    upstream = Protocol.OPENAI_CHAT if client is Protocol.ANTHROPIC_MESSAGES else Protocol.ANTHROPIC_MESSAGES
+    rng = random.Random(7)
+    if upstream is Protocol.OPENAI_CHAT:
+        texts = _tokens(rng, 40)
+        data = _chat_stream(texts[:20], _tokens(rng, 20))
+        # a keepalive and a malformed delta inside the text run, then more text
+        frames_ = frames(data)
+        at = len(frames_) // 2
+        data = b"".join(
+            [*frames_[:at], b": keepalive\n\n", frames_[at], b'data: {"choices": "no"}\n\n', *frames_[at + 1 :]]
+        )
+    else:
+        s = next(x for x in samples("anthropic", stream=True) if "thinking-signature" in x.name)
+        frames_ = frames(s.body)
+        at = len(frames_) // 2
+        data = b"".join([*frames_[:at], b"event: ping\ndata: {}\n\n", *frames_[at:]])
+    for name, pieces in [("frames", frames(data)), *chunkings(data, seeds=3)]:
+        on, off, _ = _both(client, upstream, pieces)
+        assert on == off, name

@@ -52,19 +52,26 @@ class FlowLint:
         self._up: list[bytes] = []
         self._out: list[bytes] = []
         self._size = 0
-        #: ``feed``'s steps since the last check (upstream, ours, upstream, ...)
-        self._steps: list[bytes] = []
+        #: ``feed``'s steps since the last check (upstream, ours, upstream, ...); the addon's plain stream
+        #: callable appends to it itself and calls ``check_steps`` once it gathered ``BATCH`` bytes
+        self.steps: list[bytes] = []
 
     def feed(self, upstream: bytes, out: bytes) -> list[dict[str, Any]] | None:
         """One step of a ``log`` mode stream (not its end): the upstream bytes and our output, gathered
         (two appends and a sum: the hot path) and both sides checked once they hold ``BATCH`` bytes.
         -> the new reports, or None."""
-        steps = self._steps
+        steps = self.steps
         steps.append(upstream)
         steps.append(out)
         self._size += len(upstream) + len(out)
         if self._size < BATCH:
             return None
+        return self.check_steps()
+
+    def check_steps(self) -> list[dict[str, Any]] | None:
+        """Both sides of the gathered steps checked (``feed`` once ``BATCH`` bytes are gathered, or the
+        stream callable that gathers them itself) -> the new reports, or None."""
+        steps = self.steps
         new = []
         if self.theirs is not None:
             ups = steps[0::2]
@@ -86,7 +93,7 @@ class FlowLint:
 
     def _drain(self) -> None:
         """``feed``'s steps to each side's pending bytes."""
-        steps = self._steps
+        steps = self.steps
         if steps:
             self._up += steps[0::2]
             self._out += steps[1::2]
@@ -95,7 +102,7 @@ class FlowLint:
 
     def feed_upstream(self, data: bytes, final: bool = False) -> dict[str, Any] | None:
         """Upstream bytes as received (b"" / ``final``: the end). -> a new report, or None."""
-        if self._steps:
+        if self.steps:
             self._drain()
         if self.theirs is None or not (data or final):
             return None
@@ -108,7 +115,7 @@ class FlowLint:
 
     def feed_ours(self, out: bytes, final: bool = False) -> dict[str, Any] | None:
         """Our output bytes as they leave (``final``: the last of them). -> a new report, or None."""
-        if self._steps:
+        if self.steps:
             self._drain()
         if self.ours is None or not (out or final):
             return None

@@ -20,6 +20,7 @@ from dragoman.inspect.assemble import BytesTap
 from dragoman.inspect.assemble import assemble
 from dragoman.ir.common import ErrorInfo
 from dragoman.ir.common import ErrorKind
+from dragoman.lint.flow import BATCH as LINT_BATCH
 from dragoman.logsafe import logsafe
 from dragoman.mitm.flowstate import FlowState
 from dragoman.mitm.flowstate import inner_code
@@ -236,9 +237,11 @@ def _plain_callable(
     out, less work per chunk (measured in mitmdump: bench/README.md, "Where the time goes"). The end of the
     stream (``b""``) goes to ``general``, which shares the masker."""
     feed = state.translator.feed
-    # ``log`` mode's lint: both sides gathered per chunk, checked per batch (the general callable's
-    # ``lint.on_stream`` before the end, without its per-chunk branches); the end goes to ``general``
-    lint_feed = state.lint.feed if state.lint is not None else None
+    # ``log`` mode's lint: both sides gathered per chunk (two appends here), checked per batch (the general
+    # callable's ``lint.on_stream`` before the end, without its per-chunk branches); the end goes to ``general``
+    flow_lint = state.lint
+    steps = flow_lint.steps if flow_lint is not None else None
+    gathered = 0
     watchdog = state.watchdog
     clock = time.monotonic
     # one configured key (the usual case): a piece that neither holds it, nor ends in a byte a key can begin
@@ -247,6 +250,7 @@ def _plain_callable(
     tail = masker.keys.tail_bytes if masker is not None else frozenset()
 
     def on_chunk(data: bytes) -> bytes | list[bytes]:
+        nonlocal gathered
         if not data:
             return general(data)
         try:
@@ -254,10 +258,15 @@ def _plain_callable(
                 watchdog.last = clock()
             state.started = True
             out = feed(data)
-            if lint_feed is not None:
-                found = lint_feed(data, out)
-                if found is not None:
-                    lint.log_found(flow_id, found)
+            if steps is not None:
+                steps.append(data)
+                steps.append(out)
+                gathered += len(data) + len(out)
+                if gathered >= LINT_BATCH:
+                    gathered = 0
+                    found = flow_lint.check_steps()
+                    if found is not None:
+                        lint.log_found(flow_id, found)
         except Exception as e:  # noqa: BLE001 - an exception here kills the client connection
             logger.exception("flow %s: stream callable failed", flow_id)
             out = _fail(state.translator, f"Dragoman stream failure: {type(e).__name__}", ErrorKind.API_ERROR, 500)

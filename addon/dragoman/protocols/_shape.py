@@ -80,6 +80,15 @@ class Shape:
     def __hash__(self) -> int:
         return hash((self.head, self._mid, self._kept.pattern))
 
+    @property
+    def plain(self) -> tuple[bytes, int, re.Pattern[bytes]] | None:
+        """What ``match`` checks first, for a caller that matches inline (``StreamTranslator``'s repeat):
+        (the head, where the text starts, the pattern of the text token as orjson writes it and the rest of
+        the frame, its group 1 the token); None for a shape with a slot before the text (use ``match``)."""
+        if self._pre is not None:
+            return None
+        return self.head, self._h, self._kept
+
     def match(self, raw: bytes) -> bytes | None:
         """The text's JSON string token in ``raw`` (as orjson writes it), or None: not this shape."""
         if not raw.startswith(self.head):

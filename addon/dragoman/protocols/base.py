@@ -96,6 +96,12 @@ class StreamDecoder(ABC):
     """
 
     done: bool = False
+    #: set by every ``shortcut`` that gave bytes: (its ``protocols._shape.Shape``, the IR delta class, the block
+    #: index) when taking that frame changed nothing of this decoder's state (a text / thinking delta: the
+    #: same frame again would be taken the same way, as long as nothing else is fed), else None (a call's
+    #: arguments, kept for their end check). ``StreamTranslator`` then writes the frames of that shape without
+    #: asking the decoder (its repeat, with ``StreamEncoder.pieces``).
+    repeat: tuple[Any, type[StreamEvent], int] | None = None
 
     @abstractmethod
     def feed(self, ev: SSEEvent) -> list[StreamEvent]: ...
@@ -131,6 +137,13 @@ class StreamEncoder(ABC):
     def literal(self, kind: type[StreamEvent], index: int, token: bytes) -> bytes | None:
         """``encode(kind(index, text))`` given ``text`` as its JSON string token (``StreamDecoder.shortcut``),
         when this encoder's hot path would write it from the token alone; None: it needs ``encode``."""
+        return None
+
+    def pieces(self, kind: type[StreamEvent], index: int) -> list[bytes] | None:
+        """The bytes ``literal(kind, index, token)`` writes around the token, so that it writes exactly
+        ``token.join(pieces)`` (a token twice: three pieces), when writing it changes nothing of this encoder's
+        state (the same delta can be written again and again as long as nothing else is encoded); None:
+        ``literal`` must be asked each time (the default)."""
         return None
 
     def keepalive(self) -> bytes:

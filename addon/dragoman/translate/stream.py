@@ -15,6 +15,12 @@ No exception escapes ``feed``/``close``/``fail`` except ``TranslatorStateError``
 The usage the upstream's events carry (``MessageStart``, ``MessageDelta``) is kept in ``usage``, merged, for the
 usage ledger: those events never take the one-event hot path, so reading it costs nothing per delta.
 
+The shortcut (``StreamDecoder.shortcut`` -> ``StreamEncoder.literal``) writes a delta frame the decoder learnt
+without a parse; when taking it changed nothing on either side (a text or thinking delta: the decoder's
+``repeat``, the encoder's ``pieces``), the frames of that shape that follow are written here as their token
+between the client's pieces, neither side asked (the repeat), until any other frame comes: that one goes the
+usual way, and the next shortcut may start a repeat again.
+
 Keepalives cross over as they arrive: an upstream SSE comment (``: keepalive``, ``: OPENROUTER PROCESSING``)
 or a decoder's ``KEEPALIVE`` (an Anthropic ``ping``, a Responses ``keepalive``) becomes the client protocol's
 keepalive (``StreamEncoder.keepalive``) in the same output chunk. None is ever made up.
@@ -23,8 +29,10 @@ keepalive (``StreamEncoder.keepalive``) in the same output chunk. None is ever m
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Sequence
 from enum import Enum
+from typing import Any
 
 from dragoman.errors import TranslationError
 from dragoman.errors import TranslatorStateError
@@ -52,6 +60,15 @@ from dragoman.translate.overflow import recognise
 logger = logging.getLogger(__name__)
 
 
+def _utf8(tok: bytes) -> bool:
+    """A token with non-ASCII bytes is valid UTF-8 (else the usual way decodes the frame with replacements)."""
+    try:
+        tok.decode()
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 class Phase(Enum):
     WAITING = "waiting"
     STREAMING = "streaming"
@@ -69,7 +86,21 @@ _NOT_HOT = frozenset((StreamError, Keepalive, MessageStart, MessageDelta))
 
 
 class StreamTranslator:
-    __slots__ = ("phase", "_sse", "_dec", "_enc", "events_in", "error_info", "report", "usage", "_short", "_literal")
+    __slots__ = (
+        "phase",
+        "_sse",
+        "_dec",
+        "_enc",
+        "_seen",
+        "repeated",
+        "error_info",
+        "report",
+        "usage",
+        "_short",
+        "_literal",
+        "_repeat",
+        "repeats",
+    )
 
     def __init__(
         self, decoder: StreamDecoder, encoder: StreamEncoder, max_event: int = 0, report: LossReport | None = None
@@ -81,8 +112,9 @@ class StreamTranslator:
         self._sse = CappedSSEDecoder(max_event, comments=True) if max_event > 0 else SSEDecoder(comments=True)
         self._dec = decoder
         self._enc = encoder
-        #: number of upstream SSE events seen (diagnostics)
-        self.events_in = 0
+        #: upstream SSE events seen the usual way or through the shortcut, and written as a repeat
+        self._seen = 0
+        self.repeated = 0
         #: the error sent to the client, if any
         self.error_info: ErrorInfo | None = None
         self.report = report if report is not None else LossReport()
@@ -96,18 +128,40 @@ class StreamTranslator:
             else None
         )
         self._literal = encoder.literal
+        #: the repeat: (head, where the text starts, its pattern, the client's pieces, the SSE decoder's room)
+        #: of the delta the shortcut took last, while taking it again changes nothing on either side
+        self._repeat: tuple[bytes, int, re.Pattern[bytes], list[bytes], int] | None = None
+        #: ``feed`` writes such a delta without asking either side; off (False) only to compare with (tests)
+        self.repeats = True
 
     @property
     def encoder(self) -> StreamEncoder:
         return self._enc
 
+    @property
+    def events_in(self) -> int:
+        """Upstream SSE events seen (diagnostics)."""
+        return self._seen + self.repeated
+
     def feed(self, data: bytes) -> bytes:
         if self.phase is not _STREAMING:
             return self._feed_other(data)
-        # the hot path (one call per upstream HTTP chunk). A learnt delta frame again goes from the decoder's
-        # ``shortcut`` to the encoder's ``literal`` as bytes (no parse, no IR event); one upstream event giving
-        # one IR event goes straight from the decoder to the encoder (no output list, no join); anything
-        # else: ``_events``
+        # the hot path (one call per upstream HTTP chunk). The delta the shortcut took last, again, while
+        # that changes nothing on either side: its token between the client's pieces (the repeat); a learnt
+        # delta frame goes from the decoder's ``shortcut`` to the encoder's ``literal`` as bytes (no parse, no
+        # IR event); one upstream event giving one IR event goes straight from the decoder to the encoder (no
+        # output list, no join); anything else: ``_events``
+        rep = self._repeat
+        if rep is not None:
+            head, at, kept, pieces, room = rep
+            if len(data) <= room and data.startswith(head):
+                m = kept.fullmatch(data, at)
+                if m is not None:
+                    tok: bytes = m.group(1)
+                    if tok.isascii() or _utf8(tok):
+                        self.repeated += 1
+                        return tok.join(pieces)
+            self._repeat = None  # any other frame: the usual way (which may change what the repeat assumed)
         try:
             sc = self._short
             framer = self._sse
@@ -116,12 +170,15 @@ class StreamTranslator:
             if sc is not None and framer._clean and len(data) <= framer._room:
                 out = sc(data, self._literal)
                 if out is not None:
-                    self.events_in += 1
+                    self._seen += 1
+                    again = self._dec.repeat
+                    if again is not None and self.repeats:
+                        self._repeat = self._plan_repeat(again, framer._room)
                     return out
             sse = self._sse.one(data)
             if sse is None:
                 return self._events(self._sse.feed(data), None, ())
-            self.events_in += 1
+            self._seen += 1
             dec = self._dec
             irs = dec.feed(sse)
             if len(irs) == 1:
@@ -175,7 +232,7 @@ class StreamTranslator:
                 if sse is comment:
                     append(self._enc.keepalive())
                     continue
-                self.events_in += 1
+                self._seen += 1
                 evs = dec_feed(sse)
                 self._take_usage(evs)
                 for ev in evs:
@@ -206,7 +263,7 @@ class StreamTranslator:
             for sse in self._sse.close() if phase is not Phase.DONE else ():
                 if sse is COMMENT:
                     continue  # the end of the stream: no keepalive owed
-                self.events_in += 1
+                self._seen += 1
                 evs = self._dec.feed(sse)
                 self._take_usage(evs)
                 for ev in evs:
@@ -242,6 +299,21 @@ class StreamTranslator:
         return out
 
     # -- internals
+
+    def _plan_repeat(
+        self, again: tuple[Any, type[StreamEvent], int], room: int
+    ) -> tuple[bytes, int, re.Pattern[bytes], list[bytes], int] | None:
+        """The repeat of the delta the shortcut just took (the decoder's ``repeat``), when the client's encoder
+        writes it as pieces around the token (``StreamEncoder.pieces``) and its shape is matched inline."""
+        shape, kind, index = again
+        plain = shape.plain
+        if plain is None:
+            return None
+        pieces = self._enc.pieces(kind, index)
+        if pieces is None:
+            return None
+        head, at, kept = plain
+        return head, at, kept, pieces, room
 
     def _take_usage(self, events: Sequence[StreamEvent]) -> None:
         """Merge the usage of the ``MessageStart``/``MessageDelta`` among ``events`` (all the decoder gave)."""

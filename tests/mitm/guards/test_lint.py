@@ -226,3 +226,32 @@ def test_log_checks_what_it_gathered_when_the_stream_is_cut_off(tctx, addon, cap
     addon.error(f)
     lines = [r.getMessage() for r in caplog.records if "lint:" in r.getMessage()]
     assert len(lines) == 1 and "upstream (chat)" in lines[0] and "event #1" in lines[0]
+
+
+def test_log_reports_mid_stream_once_a_batch_is_gathered(tctx, addon, caplog, monkeypatch):
+    # the plain stream callable gathers both sides itself and checks them every ``LINT_BATCH`` bytes: a broken
+    # upstream event is reported while the stream still runs, once, and the flow's later batches stay quiet
+    monkeypatch.setattr(inbound, "LINT_BATCH", 300)
+    caplog.set_level(logging.WARNING)
+    tctx.configure(addon, dragoman_target="openai-chat", dragoman_upstream=UPSTREAM, dragoman_lint="log")
+    f = make_flow("anthropic", stream=True)
+    addon.request(f)
+    f.response = http.Response.make(200, b"", {"content-type": "text/event-stream"})
+    f.response.raw_content = None
+    addon.responseheaders(f)
+
+    def reports() -> list[str]:
+        return [r.getMessage() for r in caplog.records if "lint:" in r.getMessage()]
+
+    f.response.stream(EVENTS[0])
+    assert not reports()  # below the batch: gathered only
+    f.response.stream(b'data: {"choices": "no"}\n\n')
+    for ev in EVENTS[1:3]:
+        f.response.stream(ev)
+    assert len(reports()) == 1 and "upstream (chat)" in reports()[0] and "event #1" in reports()[0]
+    for ev in [*EVENTS[3:], b""]:
+        f.response.stream(ev)
+    addon.response(f)
+    assert len(reports()) == 1
+    (rep,) = f.metadata[METADATA_KEY]["lint"]
+    assert (rep["side"], rep["index"]) == ("upstream", 1)

@@ -354,6 +354,14 @@ class AnthropicStreamEncoder(SearchBlocks, StreamEncoder):
                     return b""
         return None
 
+    def pieces(self, kind: type[StreamEvent], index: int) -> list[bytes] | None:
+        # ``literal`` of an open block's delta writes its prefix, the token, the tail, and changes nothing
+        if self.phase is EncPhase.STREAMING:
+            b = self._blocks.get(index)
+            if b is not None and b.fast is kind and b.status is BlockStatus.OPEN:
+                return [b.prefix, _DELTA_TAIL]
+        return None
+
     def _block_start(self, out: bytearray, ev: BlockStart) -> None:
         if self.phase is EncPhase.ENDING:
             raise UpstreamProtocolError(f"BlockStart after MessageDelta in phase {self.phase.name}")

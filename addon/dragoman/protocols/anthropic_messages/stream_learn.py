@@ -59,8 +59,12 @@ class LearntDeltas:
                 if tok is not None:
                     cls = self._scls
                     out = literal(cls, idx, tok)
-                    if out is not None and cls is ToolArgsDelta:  # kept for the check, as ``feed`` keeps it
-                        self._args.add(idx, tok[1:-1].decode() if b"\\" not in tok else _loads(tok))
+                    if cls is ToolArgsDelta:
+                        self.repeat = None
+                        if out is not None:  # kept for the check, as ``feed`` keeps it
+                            self._args.add(idx, tok[1:-1].decode() if b"\\" not in tok else _loads(tok))
+                    else:  # nothing of the decoder changes: the translator may repeat it
+                        self.repeat = (shape, cls, idx)
                     return out
         if raw[-2:] == b"\n\n":  # a whole frame (not the start of one split across reads): learn again
             self._missed = True

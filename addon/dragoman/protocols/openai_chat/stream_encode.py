@@ -167,6 +167,18 @@ class ChatStreamEncoder(StreamEncoder):
                     return b"".join((self._prefix, _TOOL_HEAD, b"%d" % tindex, _TOOL_ARGS, token, _TOOL_TAIL))
         return None
 
+    def pieces(self, kind: type[StreamEvent], index: int) -> list[bytes] | None:
+        # ``literal`` of a text / thinking delta changes nothing (a call's index is looked up each time)
+        if self.phase is _STREAMING:
+            if kind is TextDelta:
+                if self._kinds.get(index) is _TEXT and not self._count:
+                    return [self._prefix + _CONTENT_HEAD, _CHUNK_TAIL]
+            elif kind is ThinkingDelta:
+                tail = self._tails.get(index)
+                if tail is not None and self._kinds.get(index) is _THINKING:
+                    return [self._prefix + _REASONING_HEAD, _DETAILS_TEXT_HEAD, tail]
+        return None
+
     def error(self, err: ErrorInfo) -> bytes:
         self.phase = Phase.DONE
         return error_frame(err)

@@ -50,10 +50,13 @@ def shortcut(dec: ChatStreamDecoder, raw: bytes, literal: Literal) -> bytes | No
         if shape is not None:
             tok = shape.match(raw)
             if tok is not None:
-                return literal(TextDelta if kind is _TEXT else ThinkingDelta, dec._cur, tok)
+                cls = TextDelta if kind is _TEXT else ThinkingDelta
+                dec.repeat = (shape, cls, dec._cur)  # nothing of the decoder changes: the translator may repeat it
+                return literal(cls, dec._cur, tok)
     for shape, slot in dec._calls:
         tok = shape.match(raw)
         if tok is not None:
+            dec.repeat = None  # the fragment joins the call's arguments
             out = literal(ToolArgsDelta, slot.block, tok)
             if out is None:  # the client's encoder holds this call (one open at a time): never again
                 dec._calls = [(s, sl) for s, sl in dec._calls if sl is not slot]
