@@ -13,9 +13,17 @@ there, so the one WARNING line of a lossy flow costs a little more than in mitmd
 another checkout's entry script (its package must be the one importable, e.g. its own ``.venv``).
 
 ``--stream``: the same request with ``"stream": true`` (what stands before a stream's first byte): the fake
-upstream's SSE answer headers, ``requestheaders``, ``request`` and ``responseheaders`` timed (``response`` comes
-after the last byte and is not); every flow must leave ``responseheaders`` with Dragoman's stream callable set
+upstream's SSE answer headers, ``requestheaders``, ``request`` and ``responseheaders`` timed, then the upstream's
+first event through the stream callable (``first chunk``: the client's first byte); ``response`` comes after the
+last byte and is not timed; every flow must leave ``responseheaders`` with Dragoman's stream callable set
 (translated, not a shortcut), or the probe stops.
+
+``--cold``: between two hooks, 4 MiB of memory and 20,000 small objects are touched (what mitmproxy's own work
+between hooks does to the caches inside mitmdump); the figures then match the per-hook times measured inside
+mitmdump (``docs/performance.md``, session 6), 2-3x the warm ones. They move more with the machine's load (the
+L3 cache is shared): compare builds run after one another several times. ``--parts``: each Chain part's time per
+hook (the timer around each part adds a little). ``--profile N``: cProfile of the timed hooks only, the N
+functions with the most time (``--profile-out FILE`` keeps the stats).
 """
 
 from __future__ import annotations
