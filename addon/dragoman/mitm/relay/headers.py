@@ -21,28 +21,26 @@ def _text(value: bytes) -> str:
     return value.decode("utf-8", "surrogateescape")
 
 
-#: the attribute under which a ``Headers`` keeps its index (``_index``)
-_INDEX_ATTR = "_dragoman_index"
-
-
-def _index(headers: http.Headers) -> dict[bytes, list[bytes]]:
-    """The header values by lower-case name, built once per ``fields`` tuple and kept on the ``Headers`` itself:
-    every change to a mitmproxy ``Headers`` assigns a new ``fields`` tuple (tuples never change), so an index
-    whose tuple is the current one is current. A flow's hooks read its request headers about ten times (the
-    gate, CORS, client keys, endpoints, Translate): one scan instead of ten (issue 31)."""
+def _index(headers: http.Headers) -> dict[bytes, bytes | tuple[bytes, ...]]:
+    """The header values by lower-case name (a repeated header's as a tuple), built once per ``fields`` tuple and
+    kept on the ``Headers`` itself: every change to a mitmproxy ``Headers`` assigns a new ``fields`` tuple (tuples
+    never change), so an index whose tuple is the current one is current. A flow's hooks read its request headers
+    about ten times (the gate, CORS, client keys, endpoints, Translate): one scan instead of ten (issue 31). The
+    index holds bytes only (tuples for repeats), so the cyclic collector does not track it: it adds nothing to
+    what a young-generation collection walks when the flow is freed."""
     fields = headers.fields
-    kept = getattr(headers, _INDEX_ATTR, None)
-    if kept is not None and kept[0] is fields:
-        return kept[1]
-    index: dict[bytes, list[bytes]] = {}
+    d = headers.__dict__
+    if d.get("_dragoman_fields") is fields:
+        return d["_dragoman_index"]
+    index: dict[bytes, bytes | tuple[bytes, ...]] = {}
     for k, v in fields:
         low = k.lower()
-        found = index.get(low)
-        if found is None:
-            index[low] = [v]
+        had = index.get(low)
+        if had is None:
+            index[low] = v
         else:
-            found.append(v)
-    setattr(headers, _INDEX_ATTR, (fields, index))
+            index[low] = (*had, v) if type(had) is tuple else (had, v)
+    d["_dragoman_fields"], d["_dragoman_index"] = fields, index
     return index
 
 
@@ -52,7 +50,9 @@ def get(headers: http.Headers, name: bytes, default: str | None = None) -> str |
     found = _index(headers).get(name)
     if found is None:
         return default
-    return _text(found[0]) if len(found) == 1 else ", ".join(_text(v) for v in found)
+    if type(found) is bytes:
+        return _text(found)
+    return ", ".join(_text(v) for v in found)
 
 
 def has(headers: http.Headers, name: bytes) -> bool:
