@@ -38,8 +38,10 @@ def _index(headers: http.Headers) -> dict[bytes, bytes | tuple[bytes, ...]]:
         had = index.get(low)
         if had is None:
             index[low] = v
+        elif isinstance(had, tuple):
+            index[low] = (*had, v)
         else:
-            index[low] = (*had, v) if type(had) is tuple else (had, v)
+            index[low] = (had, v)
     d["_dragoman_fields"], d["_dragoman_index"] = fields, index
     return index
 
@@ -50,7 +52,7 @@ def get(headers: http.Headers, name: bytes, default: str | None = None) -> str |
     found = _index(headers).get(name)
     if found is None:
         return default
-    if type(found) is bytes:
+    if isinstance(found, bytes):
         return _text(found)
     return ", ".join(_text(v) for v in found)
 
