@@ -148,9 +148,12 @@ def test_frames_without_padding_and_with_a_new_padding_member():
         assert hits >= 45
 
 
-def _tool_stream(rng: random.Random, n: int, parallel: bool, valid: bool = True) -> bytes:
+def _tool_stream(
+    rng: random.Random, n: int, parallel: bool, valid: bool = True, spellings: tuple | None = None
+) -> bytes:
     """Text, then one or two calls (interleaved, as OpenAI streams parallel calls) whose arguments come in
-    ``n`` fragments written with every escaping; ``valid``: they join to a JSON object (else random text)."""
+    ``n`` fragments written with every escaping (``spellings``: these only); ``valid``: they join to a JSON
+    object (else random text)."""
 
     def call(i: int, name: str | None, args: bytes) -> bytes:
         head = b'{"index":%d,' % i + (b'"id":"call_%d","type":"function",' % i if name else b"")
@@ -169,7 +172,8 @@ def _tool_stream(rng: random.Random, n: int, parallel: bool, valid: bool = True)
         i = rng.choice([c for c in calls if pieces[c]])
         piece = pieces[i].pop(0)
         enc = rng.choice(
-            (orjson.dumps, lambda t: json.dumps(t).encode(), lambda t: json.dumps(t, ensure_ascii=False).encode())
+            spellings
+            or (orjson.dumps, lambda t: json.dumps(t).encode(), lambda t: json.dumps(t, ensure_ascii=False).encode())
         )
         out.append(call(i, None, enc(piece)))
     out.append(_chat_frame({}, "p", finish="tool_calls"))
@@ -341,3 +345,23 @@ def test_anything_between_repeated_deltas_ends_the_repeat(client):
     for name, pieces in [("frames", frames(data)), *chunkings(data, seeds=3)]:
         on, off, _ = _both(client, upstream, pieces)
         assert on == off, name
+
+
+@pytest.mark.parametrize("valid", [True, False], ids=["json", "not-json"])
+@pytest.mark.parametrize("parallel", [False, True], ids=["one-call", "parallel"])
+def test_a_calls_arguments_are_repeated_and_still_checked(parallel, valid):
+    """A Chat call's argument fragments as orjson writes them: after two taken by the shortcut, the rest of
+    a run are repeats that still keep each fragment for the end check (arguments that join to no JSON
+    object end the stream with the error, as without the shortcut); parallel calls whose fragments
+    alternate make no runs (each frame would end the other's repeat): the shortcut takes them."""
+    data = _tool_stream(random.Random(4), 60, parallel, valid, spellings=(orjson.dumps,))
+    on, _ = _translator(Protocol.ANTHROPIC_MESSAGES, Protocol.OPENAI_CHAT, True)
+    got = run_stream(on, frames(data))
+    off, _ = _translator(Protocol.ANTHROPIC_MESSAGES, Protocol.OPENAI_CHAT, False)
+    assert got == run_stream(off, frames(data))
+    assert (b"not a JSON object" in got) is not valid
+    fragments = sum(1 for f in frames(data) if b'{"arguments":' in f)
+    if parallel:
+        assert on.repeated < fragments // 2, on.repeated  # only where the random order gives a run of one call
+    else:
+        assert on.repeated >= fragments - 3, (on.repeated, fragments)  # the first two go the shortcut's way

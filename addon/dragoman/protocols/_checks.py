@@ -16,6 +16,7 @@ crash an encoder.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 import orjson
 
@@ -23,6 +24,7 @@ from dragoman.errors import UpstreamProtocolError
 from dragoman.ir.common import StopReason
 
 logger = logging.getLogger(__name__)
+_loads = orjson.loads
 
 #: stop reasons under which a tool call's arguments may legitimately be cut off
 TRUNCATING_STOPS = frozenset({StopReason.MAX_TOKENS})
@@ -45,6 +47,20 @@ def args_problem(text: str) -> str | None:
     return None
 
 
+def keeper(frags: list[str]) -> Callable[[bytes], None]:
+    """What a decoder does with each argument fragment of a call it takes as a repeat (``StreamDecoder.repeat``):
+    the fragment's JSON string token decoded and appended to the call's fragments, compacted as
+    ``ToolArgs.add`` does (a token the repeat proved a valid string, as orjson writes it)."""
+    append = frags.append
+
+    def keep(tok: bytes) -> None:
+        append(tok[1:-1].decode() if 92 not in tok else _loads(tok))
+        if len(frags) >= COMPACT_AT:
+            frags[:] = ["".join(frags)]
+
+    return keep
+
+
 class ToolArgs:
     """Argument fragments of the open function tool calls of one stream, keyed by IR block index."""
 
@@ -60,6 +76,11 @@ class ToolArgs:
         frags: list[str] = []
         self._open[idx] = (name or "?", frags)
         return frags
+
+    def fragments(self, idx: int) -> list[str] | None:
+        """The fragment list of open call ``idx`` (None: not open), for a hot path that extends it itself."""
+        entry = self._open.get(idx)
+        return entry[1] if entry is not None else None
 
     def add(self, idx: int, fragment: str) -> None:
         entry = self._open.get(idx)

@@ -86,6 +86,8 @@ class Context:
 
 #: ``StreamEncoder.literal``: (delta event class, block index, JSON string token) -> client bytes, or None
 Literal = Callable[[type, int, bytes], "bytes | None"]
+#: ``StreamDecoder.repeat``: (the Shape, the IR delta class, the block index, a call's argument fragments or None)
+Repeat = tuple[Any, type, int, "list[str] | None"]
 
 
 class StreamDecoder(ABC):
@@ -97,11 +99,12 @@ class StreamDecoder(ABC):
 
     done: bool = False
     #: set by every ``shortcut`` that gave bytes: (its ``protocols._shape.Shape``, the IR delta class, the block
-    #: index) when taking that frame changed nothing of this decoder's state (a text / thinking delta: the
-    #: same frame again would be taken the same way, as long as nothing else is fed), else None (a call's
-    #: arguments, kept for their end check). ``StreamTranslator`` then writes the frames of that shape without
-    #: asking the decoder (its repeat, with ``StreamEncoder.pieces``).
-    repeat: tuple[Any, type[StreamEvent], int] | None = None
+    #: index, where the decoder keeps the token's text: None for nowhere (a text / thinking delta), else the
+    #: list of a call's argument fragments (kept for the end check, compacted as ``_checks.keeper`` does))
+    #: when taking the same frame again would do exactly that and nothing else, as long as nothing else is
+    #: fed; else None. ``StreamTranslator`` then writes the frames of that shape without asking the decoder
+    #: (its repeat, with ``StreamEncoder.pieces``).
+    repeat: Repeat | None = None
 
     @abstractmethod
     def feed(self, ev: SSEEvent) -> list[StreamEvent]: ...

@@ -16,10 +16,10 @@ The usage the upstream's events carry (``MessageStart``, ``MessageDelta``) is ke
 usage ledger: those events never take the one-event hot path, so reading it costs nothing per delta.
 
 The shortcut (``StreamDecoder.shortcut`` -> ``StreamEncoder.literal``) writes a delta frame the decoder learnt
-without a parse; when taking it changed nothing on either side (a text or thinking delta: the decoder's
-``repeat``, the encoder's ``pieces``), the frames of that shape that follow are written here as their token
-between the client's pieces, neither side asked (the repeat), until any other frame comes: that one goes the
-usual way, and the next shortcut may start a repeat again.
+without a parse; when taking it changed nothing on either side but a call's fragment kept (the decoder's
+``repeat``, the encoder's ``pieces``) and it took the same shape twice in a row, the frames of that shape that
+follow are written here as their token between the client's pieces, neither side asked (the repeat), until
+any other frame comes: that one goes the usual way, and the next run may start a repeat again.
 
 Keepalives cross over as they arrive: an upstream SSE comment (``: keepalive``, ``: OPENROUTER PROCESSING``)
 or a decoder's ``KEEPALIVE`` (an Anthropic ``ping``, a Responses ``keepalive``) becomes the client protocol's
@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable
 from collections.abc import Sequence
 from enum import Enum
 from typing import Any
@@ -48,6 +49,7 @@ from dragoman.ir.events import StreamError
 from dragoman.ir.events import StreamEvent
 from dragoman.ir.lossy import LossReport
 from dragoman.logsafe import logsafe
+from dragoman.protocols._checks import keeper
 from dragoman.protocols.base import StreamDecoder
 from dragoman.protocols.base import StreamEncoder
 from dragoman.sse.capped import CappedSSEDecoder
@@ -58,6 +60,10 @@ from dragoman.sse.events import SSEEvent
 from dragoman.translate.overflow import recognise
 
 logger = logging.getLogger(__name__)
+
+
+#: ``StreamTranslator._repeat``
+_Repeat = tuple[bytes, int, "re.Pattern[bytes]", list[bytes], int, "Callable[[bytes], None] | None"]
 
 
 def _utf8(tok: bytes) -> bool:
@@ -100,6 +106,7 @@ class StreamTranslator:
         "_literal",
         "_repeat",
         "repeats",
+        "_last",
     )
 
     def __init__(
@@ -128,11 +135,14 @@ class StreamTranslator:
             else None
         )
         self._literal = encoder.literal
-        #: the repeat: (head, where the text starts, its pattern, the client's pieces, the SSE decoder's room)
-        #: of the delta the shortcut took last, while taking it again changes nothing on either side
-        self._repeat: tuple[bytes, int, re.Pattern[bytes], list[bytes], int] | None = None
+        #: the repeat: (head, where the text starts, its pattern, the client's pieces, the SSE decoder's room,
+        #: what the decoder does with the token) of the delta the shortcut took last, while taking it again
+        #: changes nothing else on either side
+        self._repeat: _Repeat | None = None
         #: ``feed`` writes such a delta without asking either side; off (False) only to compare with (tests)
         self.repeats = True
+        #: the shape of the last delta the shortcut took
+        self._last: Any = None
 
     @property
     def encoder(self) -> StreamEncoder:
@@ -151,18 +161,20 @@ class StreamTranslator:
         # delta frame goes from the decoder's ``shortcut`` to the encoder's ``literal`` as bytes (no parse, no
         # IR event); one upstream event giving one IR event goes straight from the decoder to the encoder (no
         # output list, no join); anything else: ``_events``
-        rep = self._repeat
-        if rep is not None:
-            head, at, kept, pieces, room = rep
-            if len(data) <= room and data.startswith(head):
-                m = kept.fullmatch(data, at)
-                if m is not None:
-                    tok: bytes = m.group(1)
-                    if tok.isascii() or _utf8(tok):
-                        self.repeated += 1
-                        return tok.join(pieces)
-            self._repeat = None  # any other frame: the usual way (which may change what the repeat assumed)
         try:
+            rep = self._repeat
+            if rep is not None:
+                head, at, kept, pieces, room, keep = rep
+                if len(data) <= room and data.startswith(head):
+                    m = kept.fullmatch(data, at)
+                    if m is not None:
+                        tok: bytes = m.group(1)
+                        if tok.isascii() or _utf8(tok):
+                            if keep is not None:  # what the decoder does with the token (a call's fragment)
+                                keep(tok)
+                            self.repeated += 1
+                            return tok.join(pieces)
+                self._repeat = None  # any other frame: the usual way (which may change what the repeat assumed)
             sc = self._short
             framer = self._sse
             # nothing pending in the SSE decoder and the chunk within its cap: the frame can be read alone
@@ -173,7 +185,13 @@ class StreamTranslator:
                     self._seen += 1
                     again = self._dec.repeat
                     if again is not None and self.repeats:
-                        self._repeat = self._plan_repeat(again, framer._room)
+                        # the same shape twice in a row: a run (frames of parallel calls that alternate
+                        # would end each other's repeat at every frame)
+                        shape = again[0]
+                        if shape is self._last:
+                            self._repeat = self._plan_repeat(again, framer._room)
+                        else:
+                            self._last = shape
                     return out
             sse = self._sse.one(data)
             if sse is None:
@@ -300,12 +318,10 @@ class StreamTranslator:
 
     # -- internals
 
-    def _plan_repeat(
-        self, again: tuple[Any, type[StreamEvent], int], room: int
-    ) -> tuple[bytes, int, re.Pattern[bytes], list[bytes], int] | None:
+    def _plan_repeat(self, again: Any, room: int) -> _Repeat | None:
         """The repeat of the delta the shortcut just took (the decoder's ``repeat``), when the client's encoder
         writes it as pieces around the token (``StreamEncoder.pieces``) and its shape is matched inline."""
-        shape, kind, index = again
+        shape, kind, index, frags = again
         plain = shape.plain
         if plain is None:
             return None
@@ -313,7 +329,7 @@ class StreamTranslator:
         if pieces is None:
             return None
         head, at, kept = plain
-        return head, at, kept, pieces, room
+        return head, at, kept, pieces, room, keeper(frags) if frags is not None else None
 
     def _take_usage(self, events: Sequence[StreamEvent]) -> None:
         """Merge the usage of the ``MessageStart``/``MessageDelta`` among ``events`` (all the decoder gave)."""

@@ -21,6 +21,7 @@ from dragoman.protocols._checks import ToolArgs
 from dragoman.protocols._shape import Shape
 from dragoman.protocols._shape import learn
 from dragoman.protocols.base import Literal
+from dragoman.protocols.base import Repeat
 from dragoman.sse.events import SSEEvent
 
 _loads = orjson.loads
@@ -36,6 +37,9 @@ class LearntDeltas:
     LEARNT: dict[Any, tuple[type, bytes]]
     _open: dict[int, Any]
     _args: ToolArgs
+
+    #: ``StreamDecoder.repeat`` (set by ``shortcut``)
+    repeat: Repeat | None = None
 
     def __init__(self) -> None:
         #: the learnt frame of the last plain delta, its block index and kind, its IR delta class
@@ -60,11 +64,12 @@ class LearntDeltas:
                     cls = self._scls
                     out = literal(cls, idx, tok)
                     if cls is ToolArgsDelta:
-                        self.repeat = None
+                        frags = self._args.fragments(idx)
+                        self.repeat = (shape, cls, idx, frags) if frags is not None else None
                         if out is not None:  # kept for the check, as ``feed`` keeps it
                             self._args.add(idx, tok[1:-1].decode() if b"\\" not in tok else _loads(tok))
                     else:  # nothing of the decoder changes: the translator may repeat it
-                        self.repeat = (shape, cls, idx)
+                        self.repeat = (shape, cls, idx, None)
                     return out
         if raw[-2:] == b"\n\n":  # a whole frame (not the start of one split across reads): learn again
             self._missed = True

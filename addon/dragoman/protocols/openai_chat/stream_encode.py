@@ -168,7 +168,7 @@ class ChatStreamEncoder(StreamEncoder):
         return None
 
     def pieces(self, kind: type[StreamEvent], index: int) -> list[bytes] | None:
-        # ``literal`` of a text / thinking delta changes nothing (a call's index is looked up each time)
+        # ``literal`` of a text / thinking / arguments delta changes nothing
         if self.phase is _STREAMING:
             if kind is TextDelta:
                 if self._kinds.get(index) is _TEXT and not self._count:
@@ -177,6 +177,10 @@ class ChatStreamEncoder(StreamEncoder):
                 tail = self._tails.get(index)
                 if tail is not None and self._kinds.get(index) is _THINKING:
                     return [self._prefix + _REASONING_HEAD, _DETAILS_TEXT_HEAD, tail]
+            elif kind is ToolArgsDelta:
+                tindex = self._tool_index.get(index)
+                if tindex is not None and self._kinds.get(index) is BlockKind.TOOL_CALL:
+                    return [b"".join((self._prefix, _TOOL_HEAD, b"%d" % tindex, _TOOL_ARGS)), _TOOL_TAIL]
         return None
 
     def error(self, err: ErrorInfo) -> bytes:

@@ -51,12 +51,14 @@ def shortcut(dec: ChatStreamDecoder, raw: bytes, literal: Literal) -> bytes | No
             tok = shape.match(raw)
             if tok is not None:
                 cls = TextDelta if kind is _TEXT else ThinkingDelta
-                dec.repeat = (shape, cls, dec._cur)  # nothing of the decoder changes: the translator may repeat it
+                dec.repeat = (shape, cls, dec._cur, None)  # nothing of the decoder changes: it may be repeated
                 return literal(cls, dec._cur, tok)
     for shape, slot in dec._calls:
         tok = shape.match(raw)
         if tok is not None:
-            dec.repeat = None  # the fragment joins the call's arguments
+            # the fragment joins the call's arguments: what a repeat of this frame does too (parallel calls
+            # whose frames alternate end each other's repeat: each frame then takes this way)
+            dec.repeat = (shape, ToolArgsDelta, slot.block, slot.args)
             out = literal(ToolArgsDelta, slot.block, tok)
             if out is None:  # the client's encoder holds this call (one open at a time): never again
                 dec._calls = [(s, sl) for s, sl in dec._calls if sl is not slot]
