@@ -284,11 +284,14 @@ def test_only_pairs_that_both_have_it_take_it():
                 assert (tr._short is not None) == ((client, upstream) in SHORTCUT_PAIRS), (client, upstream)
 
 
-#: pairs whose shortcut frames change nothing on either side for a text / thinking delta: the translator
-#: repeats them without asking either side (``StreamTranslator._repeat``)
+#: pairs whose decoder takes a text / thinking delta with nothing kept (a Chat or Anthropic upstream) and whose
+#: encoder writes it from pieces (Anthropic, Chat) or a writer (Responses, Gemini): the translator repeats
+#: them without asking either side (``StreamTranslator._repeat``)
 REPEAT_PAIRS = {
-    (Protocol.ANTHROPIC_MESSAGES, Protocol.OPENAI_CHAT),
-    (Protocol.OPENAI_CHAT, Protocol.ANTHROPIC_MESSAGES),
+    (client, upstream)
+    for client in CLIENTS
+    for upstream in (Protocol.OPENAI_CHAT, Protocol.ANTHROPIC_MESSAGES)
+    if client is not upstream
 }
 
 
@@ -303,10 +306,10 @@ REPEAT_PAIRS = {
 )
 @pytest.mark.parametrize("client", CLIENTS, ids=lambda p: p.value)
 def test_the_repeat_runs_where_both_sides_allow_it_and_only_there(client, upstream, name, least):
-    """Real text and thinking deltas: after the shortcut took one, the same delta again is written as its
-    token between the client's pieces (no decoder, no encoder), the same bytes (``_both`` compares); a
-    direction whose encoder keeps something per delta (Responses' sequence numbers, Gemini's lengths) or
-    whose decoder does (Responses') never repeats."""
+    """Real text and thinking deltas: after the shortcut took the same one twice, the same delta again is
+    written as its token between the client's pieces, or by the client encoder's writer (no decoder, no
+    ``literal``), the same bytes; a Responses upstream, whose decoder checks each frame's counter and
+    counts its characters, never repeats."""
     if client is upstream:
         return
     s = next(x for x in samples(upstream.value, stream=True) if name in x.name)
@@ -365,3 +368,15 @@ def test_a_calls_arguments_are_repeated_and_still_checked(parallel, valid):
         assert on.repeated < fragments // 2, on.repeated  # only where the random order gives a run of one call
     else:
         assert on.repeated >= fragments - 3, (on.repeated, fragments)  # the first two go the shortcut's way
+
+
+@pytest.mark.parametrize("client", [c for c in CLIENTS if c is not Protocol.OPENAI_RESPONSES], ids=lambda p: p.value)
+def test_a_responses_upstream_takes_the_shortcut_but_never_repeats(client):
+    """Its decoder checks each delta's ``sequence_number`` and counts its characters for the ``.done`` event:
+    no frame is taken without it (the shortcut still is)."""
+    s = next(x for x in samples("openai-responses", stream=True) if len(x.body) > 20_000)
+    on, hits = _translator(client, Protocol.OPENAI_RESPONSES, True)
+    got = run_stream(on, frames(s.body))
+    off, _ = _translator(client, Protocol.OPENAI_RESPONSES, False)
+    assert got == run_stream(off, frames(s.body))
+    assert hits[0] > 20 and on.repeated == 0

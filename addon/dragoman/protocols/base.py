@@ -149,6 +149,13 @@ class StreamEncoder(ABC):
         ``literal`` must be asked each time (the default)."""
         return None
 
+    def writer(self, kind: type[StreamEvent], index: int) -> Callable[[bytes], bytes] | None:
+        """Where ``pieces`` gives None because ``literal`` keeps something per delta (the text for a closing
+        event, a counter): a function of the token that writes exactly what ``literal(kind, index, token)``
+        writes and keeps what it keeps, its checks skipped (valid as long as nothing else is encoded); None:
+        ``literal`` must be asked each time (the default)."""
+        return None
+
     def keepalive(self) -> bytes:
         """The client protocol's keepalive, sent when the upstream sent one: an SSE comment (Chat and
         Responses clients skip comments). Never sent on Dragoman's own initiative."""

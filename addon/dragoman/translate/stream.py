@@ -63,7 +63,15 @@ logger = logging.getLogger(__name__)
 
 
 #: ``StreamTranslator._repeat``
-_Repeat = tuple[bytes, int, "re.Pattern[bytes]", list[bytes], int, "Callable[[bytes], None] | None"]
+_Repeat = tuple[
+    bytes,
+    int,
+    "re.Pattern[bytes]",
+    list[bytes],
+    int,
+    "Callable[[bytes], None] | None",
+    "Callable[[bytes], bytes] | None",
+]
 
 
 def _utf8(tok: bytes) -> bool:
@@ -136,8 +144,8 @@ class StreamTranslator:
         )
         self._literal = encoder.literal
         #: the repeat: (head, where the text starts, its pattern, the client's pieces, the SSE decoder's room,
-        #: what the decoder does with the token) of the delta the shortcut took last, while taking it again
-        #: changes nothing else on either side
+        #: what the decoder does with the token, the client encoder's writer where it keeps something per
+        #: delta) of the delta the shortcut took last, while taking it again changes nothing else on either side
         self._repeat: _Repeat | None = None
         #: ``feed`` writes such a delta without asking either side; off (False) only to compare with (tests)
         self.repeats = True
@@ -164,7 +172,7 @@ class StreamTranslator:
         try:
             rep = self._repeat
             if rep is not None:
-                head, at, kept, pieces, room, keep = rep
+                head, at, kept, pieces, room, keep, write = rep
                 if len(data) <= room and data.startswith(head):
                     m = kept.fullmatch(data, at)
                     if m is not None:
@@ -173,7 +181,7 @@ class StreamTranslator:
                             if keep is not None:  # what the decoder does with the token (a call's fragment)
                                 keep(tok)
                             self.repeated += 1
-                            return tok.join(pieces)
+                            return tok.join(pieces) if write is None else write(tok)
                 self._repeat = None  # any other frame: the usual way (which may change what the repeat assumed)
             sc = self._short
             framer = self._sse
@@ -325,11 +333,13 @@ class StreamTranslator:
         plain = shape.plain
         if plain is None:
             return None
-        pieces = self._enc.pieces(kind, index)
-        if pieces is None:
+        enc = self._enc
+        pieces = enc.pieces(kind, index)
+        write = enc.writer(kind, index) if pieces is None else None
+        if pieces is None and write is None:
             return None
         head, at, kept = plain
-        return head, at, kept, pieces, room, keeper(frags) if frags is not None else None
+        return head, at, kept, pieces or [], room, keeper(frags) if frags is not None else None, write
 
     def _take_usage(self, events: Sequence[StreamEvent]) -> None:
         """Merge the usage of the ``MessageStart``/``MessageDelta`` among ``events`` (all the decoder gave)."""

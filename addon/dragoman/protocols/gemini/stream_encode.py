@@ -17,6 +17,7 @@ each event wrapped as ``{"response": ...}``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -136,6 +137,37 @@ class GeminiStreamEncoder(StreamEncoder):
                 if kind is ThinkingDelta:
                     b.text.append(token[1:-1].decode() if 92 not in token else _loads(token))
                     return pre + token + b',"thought":true}' + self._post
+        return None
+
+    def writer(self, kind: type[StreamEvent], index: int) -> Callable[[bytes], bytes] | None:
+        # ``literal`` of a text / thinking delta, its checks done once: the block keeps its str, the answer's
+        # UTF-8 length grows by a text's
+        pre = self._pre
+        b = self._blocks.get(index) if pre is not None else None
+        if b is None or pre is None:
+            return None
+        text = b.text
+        if kind is TextDelta and not self._signer.pending:
+
+            def write_text(token: bytes) -> bytes:
+                if 92 not in token:
+                    raw = token[1:-1]
+                    text.append(raw.decode())
+                    self._bytes += len(raw)
+                else:
+                    value = _loads(token)
+                    text.append(value)
+                    self._bytes += len(value.encode())
+                return pre + token + b"}" + self._post
+
+            return write_text
+        if kind is ThinkingDelta:
+
+            def write_thinking(token: bytes) -> bytes:
+                text.append(token[1:-1].decode() if 92 not in token else _loads(token))
+                return pre + token + b',"thought":true}' + self._post
+
+            return write_thinking
         return None
 
     # -- interface

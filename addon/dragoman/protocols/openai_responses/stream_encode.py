@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
+from collections.abc import Callable
 from enum import Enum
 from typing import TYPE_CHECKING
 from typing import Any
@@ -171,6 +172,26 @@ class ResponsesStreamEncoder(SearchItems, StreamEncoder):
                 if b.held and b.kind in _HELD.get(kind, ()):
                     b.keep(token[1:-1].decode() if 92 not in token else _loads(token))
                     return b""
+        return None
+
+    def writer(self, kind: type[StreamEvent], index: int) -> Callable[[bytes], bytes] | None:
+        # ``literal`` of an open item's delta on the wire, its checks done once: the snapshot keeps the text,
+        # the sequence number counts on
+        if self.phase is _STREAMING:
+            b = self._blocks.get(index)
+            if b is not None and b.open and b.fast is kind and not b.held:
+                prefix, suffix = b.prefix, b.suffix
+
+                def write(token: bytes) -> bytes:
+                    chunks = b.chunks
+                    chunks.append(token[1:-1].decode() if 92 not in token else _loads(token))
+                    if len(chunks) >= b.limit:
+                        b.compact()
+                    seq = self._seq
+                    self._seq = seq + 1
+                    return b"%b%b%b%d}\n\n" % (prefix, token, suffix, seq)
+
+                return write
         return None
 
     def _encode(self, ev: StreamEvent) -> bytes:
