@@ -371,12 +371,23 @@ def test_a_calls_arguments_are_repeated_and_still_checked(parallel, valid):
 
 
 @pytest.mark.parametrize("client", [c for c in CLIENTS if c is not Protocol.OPENAI_RESPONSES], ids=lambda p: p.value)
-def test_a_responses_upstream_takes_the_shortcut_but_never_repeats(client):
-    """Its decoder checks each delta's ``sequence_number`` and counts its characters for the ``.done`` event:
-    no frame is taken without it (the shortcut still is)."""
+def test_a_responses_upstream_repeats_and_still_counts(client):
+    """Its decoder counts each delta's characters for the ``.done`` event (and keeps a call's fragments):
+    what its repeat does per frame. Were a repeated delta not counted, the ``.done`` text would be sent
+    again (the part no delta carried); a ``.done`` one character longer sends just that character."""
     s = next(x for x in samples("openai-responses", stream=True) if len(x.body) > 20_000)
     on, hits = _translator(client, Protocol.OPENAI_RESPONSES, True)
     got = run_stream(on, frames(s.body))
     off, _ = _translator(client, Protocol.OPENAI_RESPONSES, False)
     assert got == run_stream(off, frames(s.body))
-    assert hits[0] > 20 and on.repeated == 0
+    assert on.repeated > 20, (on.repeated, hits[0])
+    done = [i for i, f in enumerate(frames(s.body)) if b"output_text.done" in f]
+    assert done
+    broken = frames(s.body)
+    broken[done[0]] = broken[done[0]].replace(b'"text":"', b'"text":"X', 1)
+    on, _ = _translator(client, Protocol.OPENAI_RESPONSES, True)
+    got = run_stream(on, broken)
+    off, _ = _translator(client, Protocol.OPENAI_RESPONSES, False)
+    assert got == run_stream(off, broken) and on.repeated > 20
+    clean, _ = _translator(client, Protocol.OPENAI_RESPONSES, True)
+    assert got != run_stream(clean, frames(s.body))  # the character only the broken ``.done`` carries
