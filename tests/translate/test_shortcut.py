@@ -276,6 +276,10 @@ SHORTCUT_PAIRS = {
 }
 
 
+def test_the_repeat_pairs_are_the_shortcut_pairs():
+    assert REPEAT_PAIRS == SHORTCUT_PAIRS
+
+
 def test_only_pairs_that_both_have_it_take_it():
     for client in CLIENTS:
         for upstream in CLIENTS:
@@ -284,13 +288,13 @@ def test_only_pairs_that_both_have_it_take_it():
                 assert (tr._short is not None) == ((client, upstream) in SHORTCUT_PAIRS), (client, upstream)
 
 
-#: pairs whose decoder takes a text / thinking delta with nothing kept (a Chat or Anthropic upstream) and whose
-#: encoder writes it from pieces (Anthropic, Chat) or a writer (Responses, Gemini): the translator repeats
-#: them without asking either side (``StreamTranslator._repeat``)
+#: pairs whose decoder names what it does per delta (``StreamDecoder.repeat``) and whose encoder writes it from
+#: pieces (Anthropic, Chat) or a writer (Responses, Gemini): the translator repeats them without asking either
+#: side's checks again (``StreamTranslator._repeat``); a Gemini upstream has no shortcut
 REPEAT_PAIRS = {
     (client, upstream)
     for client in CLIENTS
-    for upstream in (Protocol.OPENAI_CHAT, Protocol.ANTHROPIC_MESSAGES)
+    for upstream in (Protocol.OPENAI_CHAT, Protocol.ANTHROPIC_MESSAGES, Protocol.OPENAI_RESPONSES)
     if client is not upstream
 }
 
@@ -308,8 +312,7 @@ REPEAT_PAIRS = {
 def test_the_repeat_runs_where_both_sides_allow_it_and_only_there(client, upstream, name, least):
     """Real text and thinking deltas: after the shortcut took the same one twice, the same delta again is
     written as its token between the client's pieces, or by the client encoder's writer (no decoder, no
-    ``literal``), the same bytes; a Responses upstream, whose decoder checks each frame's counter and
-    counts its characters, never repeats."""
+    ``literal``), the same bytes; a pair outside ``REPEAT_PAIRS`` never repeats."""
     if client is upstream:
         return
     s = next(x for x in samples(upstream.value, stream=True) if name in x.name)
