@@ -276,6 +276,10 @@ SHORTCUT_PAIRS = {
 }
 
 
+def test_the_repeat_pairs_are_the_shortcut_pairs():
+    assert REPEAT_PAIRS == SHORTCUT_PAIRS
+
+
 def test_only_pairs_that_both_have_it_take_it():
     for client in CLIENTS:
         for upstream in CLIENTS:
@@ -284,13 +288,13 @@ def test_only_pairs_that_both_have_it_take_it():
                 assert (tr._short is not None) == ((client, upstream) in SHORTCUT_PAIRS), (client, upstream)
 
 
-#: pairs whose decoder takes a text / thinking delta with nothing kept (a Chat or Anthropic upstream) and whose
-#: encoder writes it from pieces (Anthropic, Chat) or a writer (Responses, Gemini): the translator repeats
-#: them without asking either side (``StreamTranslator._repeat``)
+#: pairs whose decoder names what it does per delta (``StreamDecoder.repeat``) and whose encoder writes it from
+#: pieces (Anthropic, Chat) or a writer (Responses, Gemini): the translator repeats them without asking either
+#: side's checks again (``StreamTranslator._repeat``); a Gemini upstream has no shortcut
 REPEAT_PAIRS = {
     (client, upstream)
     for client in CLIENTS
-    for upstream in (Protocol.OPENAI_CHAT, Protocol.ANTHROPIC_MESSAGES)
+    for upstream in (Protocol.OPENAI_CHAT, Protocol.ANTHROPIC_MESSAGES, Protocol.OPENAI_RESPONSES)
     if client is not upstream
 }
 
@@ -308,8 +312,7 @@ REPEAT_PAIRS = {
 def test_the_repeat_runs_where_both_sides_allow_it_and_only_there(client, upstream, name, least):
     """Real text and thinking deltas: after the shortcut took the same one twice, the same delta again is
     written as its token between the client's pieces, or by the client encoder's writer (no decoder, no
-    ``literal``), the same bytes; a Responses upstream, whose decoder checks each frame's counter and
-    counts its characters, never repeats."""
+    ``literal``), the same bytes; a pair outside ``REPEAT_PAIRS`` never repeats."""
     if client is upstream:
         return
     s = next(x for x in samples(upstream.value, stream=True) if name in x.name)
@@ -371,12 +374,23 @@ def test_a_calls_arguments_are_repeated_and_still_checked(parallel, valid):
 
 
 @pytest.mark.parametrize("client", [c for c in CLIENTS if c is not Protocol.OPENAI_RESPONSES], ids=lambda p: p.value)
-def test_a_responses_upstream_takes_the_shortcut_but_never_repeats(client):
-    """Its decoder checks each delta's ``sequence_number`` and counts its characters for the ``.done`` event:
-    no frame is taken without it (the shortcut still is)."""
+def test_a_responses_upstream_repeats_and_still_counts(client):
+    """Its decoder counts each delta's characters for the ``.done`` event (and keeps a call's fragments):
+    what its repeat does per frame. Were a repeated delta not counted, the ``.done`` text would be sent
+    again (the part no delta carried); a ``.done`` one character longer sends just that character."""
     s = next(x for x in samples("openai-responses", stream=True) if len(x.body) > 20_000)
     on, hits = _translator(client, Protocol.OPENAI_RESPONSES, True)
     got = run_stream(on, frames(s.body))
     off, _ = _translator(client, Protocol.OPENAI_RESPONSES, False)
     assert got == run_stream(off, frames(s.body))
-    assert hits[0] > 20 and on.repeated == 0
+    assert on.repeated > 20, (on.repeated, hits[0])
+    done = [i for i, f in enumerate(frames(s.body)) if b"output_text.done" in f]
+    assert done
+    broken = frames(s.body)
+    broken[done[0]] = broken[done[0]].replace(b'"text":"', b'"text":"X', 1)
+    on, _ = _translator(client, Protocol.OPENAI_RESPONSES, True)
+    got = run_stream(on, broken)
+    off, _ = _translator(client, Protocol.OPENAI_RESPONSES, False)
+    assert got == run_stream(off, broken) and on.repeated > 20
+    clean, _ = _translator(client, Protocol.OPENAI_RESPONSES, True)
+    assert got != run_stream(clean, frames(s.body))  # the character only the broken ``.done`` carries

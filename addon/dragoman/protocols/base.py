@@ -86,8 +86,8 @@ class Context:
 
 #: ``StreamEncoder.literal``: (delta event class, block index, JSON string token) -> client bytes, or None
 Literal = Callable[[type, int, bytes], "bytes | None"]
-#: ``StreamDecoder.repeat``: (the Shape, the IR delta class, the block index, a call's argument fragments or None)
-Repeat = tuple[Any, type, int, "list[str] | None"]
+#: ``StreamDecoder.repeat``: (the Shape, the IR delta class, the block index, what the decoder does with a token)
+Repeat = tuple[Any, type, int, "list[str] | Callable[[bytes], None] | None"]
 
 
 class StreamDecoder(ABC):
@@ -99,11 +99,12 @@ class StreamDecoder(ABC):
 
     done: bool = False
     #: set by every ``shortcut`` that gave bytes: (its ``protocols._shape.Shape``, the IR delta class, the block
-    #: index, where the decoder keeps the token's text: None for nowhere (a text / thinking delta), else the
-    #: list of a call's argument fragments (kept for the end check, compacted as ``_checks.keeper`` does))
-    #: when taking the same frame again would do exactly that and nothing else, as long as nothing else is
-    #: fed; else None. ``StreamTranslator`` then writes the frames of that shape without asking the decoder
-    #: (its repeat, with ``StreamEncoder.pieces``).
+    #: index, what the decoder does with the token: None for nothing (a text / thinking delta), a list (a
+    #: call's argument fragments, kept for the end check and compacted as ``_checks.keeper`` does), or a
+    #: function of the token (e.g. the characters counted for a ``.done`` check)) when taking the same frame
+    #: again would do exactly that and nothing else, as long as nothing else is fed; else None.
+    #: ``StreamTranslator`` then writes the frames of that shape without asking the decoder (its repeat, with
+    #: ``StreamEncoder.pieces`` / ``writer``).
     repeat: Repeat | None = None
 
     @abstractmethod

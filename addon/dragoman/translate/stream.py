@@ -66,11 +66,12 @@ logger = logging.getLogger(__name__)
 _Repeat = tuple[
     bytes,
     int,
-    "re.Pattern[bytes]",
+    "re.Pattern[bytes] | None",
     list[bytes],
     int,
     "Callable[[bytes], None] | None",
     "Callable[[bytes], bytes] | None",
+    "Callable[[bytes], bytes | None]",
 ]
 
 
@@ -143,9 +144,10 @@ class StreamTranslator:
             else None
         )
         self._literal = encoder.literal
-        #: the repeat: (head, where the text starts, its pattern, the client's pieces, the SSE decoder's room,
-        #: what the decoder does with the token, the client encoder's writer where it keeps something per
-        #: delta) of the delta the shortcut took last, while taking it again changes nothing else on either side
+        #: the repeat: (head, where the text starts, its pattern (None: the shape's own match), the client's
+        #: pieces, the SSE decoder's room, what the decoder does with the token, the client encoder's writer
+        #: where it keeps something per delta, the shape's match) of the delta the shortcut took last, while
+        #: taking it again changes nothing else on either side
         self._repeat: _Repeat | None = None
         #: ``feed`` writes such a delta without asking either side; off (False) only to compare with (tests)
         self.repeats = True
@@ -172,16 +174,22 @@ class StreamTranslator:
         try:
             rep = self._repeat
             if rep is not None:
-                head, at, kept, pieces, room, keep, write = rep
-                if len(data) <= room and data.startswith(head):
-                    m = kept.fullmatch(data, at)
-                    if m is not None:
-                        tok: bytes = m.group(1)
-                        if tok.isascii() or _utf8(tok):
-                            if keep is not None:  # what the decoder does with the token (a call's fragment)
-                                keep(tok)
-                            self.repeated += 1
-                            return tok.join(pieces) if write is None else write(tok)
+                head, at, kept, pieces, room, keep, write, match = rep
+                tok: bytes | None = None
+                if len(data) <= room:
+                    if kept is None:  # a shape with a slot before the text (``Shape.plain``): its own match
+                        tok = match(data)
+                    elif data.startswith(head):
+                        m = kept.fullmatch(data, at)
+                        if m is not None:
+                            tok = m.group(1)
+                            if not (tok.isascii() or _utf8(tok)):
+                                tok = None
+                if tok is not None:
+                    if keep is not None:  # what the decoder does with the token (a call's fragment, a count)
+                        keep(tok)
+                    self.repeated += 1
+                    return tok.join(pieces) if write is None else write(tok)
                 self._repeat = None  # any other frame: the usual way (which may change what the repeat assumed)
             sc = self._short
             framer = self._sse
@@ -328,18 +336,17 @@ class StreamTranslator:
 
     def _plan_repeat(self, again: Any, room: int) -> _Repeat | None:
         """The repeat of the delta the shortcut just took (the decoder's ``repeat``), when the client's encoder
-        writes it as pieces around the token (``StreamEncoder.pieces``) and its shape is matched inline."""
+        writes it as pieces around the token (``StreamEncoder.pieces``) or with a writer (``writer``)."""
         shape, kind, index, frags = again
-        plain = shape.plain
-        if plain is None:
-            return None
         enc = self._enc
         pieces = enc.pieces(kind, index)
         write = enc.writer(kind, index) if pieces is None else None
         if pieces is None and write is None:
             return None
-        head, at, kept = plain
-        return head, at, kept, pieces or [], room, keeper(frags) if frags is not None else None, write
+        keep = keeper(frags) if type(frags) is list else frags  # a call's fragment list, a function or None
+        plain = shape.plain  # matched inline; else by the shape's own ``match``
+        head, at, kept = plain if plain is not None else (b"", 0, None)
+        return head, at, kept, pieces or [], room, keep, write, shape.match
 
     def _take_usage(self, events: Sequence[StreamEvent]) -> None:
         """Merge the usage of the ``MessageStart``/``MessageDelta`` among ``events`` (all the decoder gave)."""

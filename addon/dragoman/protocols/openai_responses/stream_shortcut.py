@@ -15,6 +15,7 @@ reads: ``literal`` writes it as a thinking delta. A frame it does not take goes 
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -66,18 +67,36 @@ def shortcut(dec: ResponsesStreamDecoder, raw: bytes, literal: Literal) -> bytes
                 break
             out = literal(cls, b.index, tok)
             if out is not None:
-                text = tok[1:-1].decode() if 92 not in tok else _loads(tok)
-                emitted = b.emitted
-                if key is not None:
-                    emitted[key] = emitted.get(key, 0) + len(text)
-                else:  # what ``_delta`` does with a call's fragment
-                    emitted[ARGS_KEY] = emitted.get(ARGS_KEY, 0) + len(text)
-                    emitted[ARGS_CRC] = zlib.crc32(text.encode(), emitted.get(ARGS_CRC, 0))
-                    dec._args.add(b.index, text)
+                keep = _keeper(dec, b, key)
+                keep(tok)
+                dec.repeat = (shape, cls, b.index, keep)  # the same frame again only does ``keep``
             return out
     if raw[-2:] == b"\n\n":  # a whole frame (not the start of one split across reads): learn again
         dec._missed = True
     return None
+
+
+def _keeper(dec: ResponsesStreamDecoder, b: Block, key: tuple[str, int] | None) -> Callable[[bytes], None]:
+    """What taking a delta of block ``b`` does with its token (``feed`` does it too): the characters emitted
+    counted (``key``: the part; None: a call's arguments, whose fragment is also kept with its CRC)."""
+    emitted = b.emitted
+    if key is not None:
+
+        def keep_text(tok: bytes) -> None:
+            text = tok[1:-1].decode() if 92 not in tok else _loads(tok)
+            emitted[key] = emitted.get(key, 0) + len(text)
+
+        return keep_text
+    add = dec._args.add
+    index = b.index
+
+    def keep_args(tok: bytes) -> None:  # what ``_delta`` does with a call's fragment
+        text = tok[1:-1].decode() if 92 not in tok else _loads(tok)
+        emitted[ARGS_KEY] = emitted.get(ARGS_KEY, 0) + len(text)
+        emitted[ARGS_CRC] = zlib.crc32(text.encode(), emitted.get(ARGS_CRC, 0))
+        add(index, text)
+
+    return keep_args
 
 
 def learn(dec: ResponsesStreamDecoder, ev: SSEEvent, obj: dict[str, Any], t: str, delta: Any) -> None:
