@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from functools import partial
 
 import orjson
 
@@ -47,18 +48,18 @@ def args_problem(text: str) -> str | None:
     return None
 
 
+def add_token(frags: list[str], tok: bytes) -> None:
+    """A call's argument fragment, given as its JSON string token (as orjson writes it, proven valid by the
+    shortcut's shape), appended to the call's fragments, compacted as ``ToolArgs.add`` does."""
+    frags.append(tok[1:-1].decode() if 92 not in tok else _loads(tok))
+    if len(frags) >= COMPACT_AT:
+        frags[:] = ["".join(frags)]
+
+
 def keeper(frags: list[str]) -> Callable[[bytes], None]:
-    """What a decoder does with each argument fragment of a call it takes as a repeat (``StreamDecoder.repeat``):
-    the fragment's JSON string token decoded and appended to the call's fragments, compacted as
-    ``ToolArgs.add`` does (a token the repeat proved a valid string, as orjson writes it)."""
-    append = frags.append
-
-    def keep(tok: bytes) -> None:
-        append(tok[1:-1].decode() if 92 not in tok else _loads(tok))
-        if len(frags) >= COMPACT_AT:
-            frags[:] = ["".join(frags)]
-
-    return keep
+    """What a decoder does with each argument fragment of a call it takes as a repeat
+    (``StreamDecoder.repeat``): ``add_token`` to the call's fragments."""
+    return partial(add_token, frags)
 
 
 class ToolArgs:

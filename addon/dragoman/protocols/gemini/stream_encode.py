@@ -18,6 +18,7 @@ each event wrapped as ``{"response": ...}``.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import orjson
@@ -118,57 +119,42 @@ class GeminiStreamEncoder(StreamEncoder):
         raise TranslationError(f"Gemini stream encoder got {type(ev).__name__} out of order", 500)
 
     def literal(self, kind: type[StreamEvent], index: int, token: bytes) -> bytes | None:
-        # ``encode``'s one-part SSE event for a text / thinking delta, the text already a JSON string token; the
-        # block keeps its str (read from the token) and the answer's UTF-8 length grows by the text's
-        pre = self._pre
-        if pre is not None:
+        # ``encode``'s one-part SSE event for a text / thinking delta, the text already a JSON string token
+        if self._pre is not None:
             b = self._blocks.get(index)
             if b is not None:
                 if kind is TextDelta and not self._signer.pending:
-                    if 92 not in token:
-                        raw = token[1:-1]
-                        b.text.append(raw.decode())
-                        self._bytes += len(raw)
-                    else:
-                        text = _loads(token)
-                        b.text.append(text)
-                        self._bytes += len(text.encode())
-                    return pre + token + b"}" + self._post
+                    return self._text_written(b, token)
                 if kind is ThinkingDelta:
-                    b.text.append(token[1:-1].decode() if 92 not in token else _loads(token))
-                    return pre + token + b',"thought":true}' + self._post
+                    return self._thinking_written(b, token)
         return None
 
     def writer(self, kind: type[StreamEvent], index: int) -> Callable[[bytes], bytes] | None:
-        # ``literal`` of a text / thinking delta, its checks done once: the block keeps its str, the answer's
-        # UTF-8 length grows by a text's
-        pre = self._pre
-        b = self._blocks.get(index) if pre is not None else None
-        if b is None or pre is None:
-            return None
-        text = b.text
-        if kind is TextDelta and not self._signer.pending:
-
-            def write_text(token: bytes) -> bytes:
-                if 92 not in token:
-                    raw = token[1:-1]
-                    text.append(raw.decode())
-                    self._bytes += len(raw)
-                else:
-                    value = _loads(token)
-                    text.append(value)
-                    self._bytes += len(value.encode())
-                return pre + token + b"}" + self._post
-
-            return write_text
-        if kind is ThinkingDelta:
-
-            def write_thinking(token: bytes) -> bytes:
-                text.append(token[1:-1].decode() if 92 not in token else _loads(token))
-                return pre + token + b',"thought":true}' + self._post
-
-            return write_thinking
+        # ``literal`` of a text / thinking delta, its checks done once
+        b = self._blocks.get(index) if self._pre is not None else None
+        if b is not None:
+            if kind is TextDelta and not self._signer.pending:
+                return partial(self._text_written, b)
+            if kind is ThinkingDelta:
+                return partial(self._thinking_written, b)
         return None
+
+    def _text_written(self, b: _Block, token: bytes) -> bytes:
+        """A text delta from its JSON string token: the block keeps its str, the answer's UTF-8 length grows."""
+        if 92 not in token:
+            raw = token[1:-1]
+            b.text.append(raw.decode())
+            self._bytes += len(raw)
+        else:
+            text = _loads(token)
+            b.text.append(text)
+            self._bytes += len(text.encode())
+        return self._pre + token + b"}" + self._post  # type: ignore[operator]
+
+    def _thinking_written(self, b: _Block, token: bytes) -> bytes:
+        """A thinking delta from its JSON string token: the block keeps its str."""
+        b.text.append(token[1:-1].decode() if 92 not in token else _loads(token))
+        return self._pre + token + b',"thought":true}' + self._post  # type: ignore[operator]
 
     # -- interface
 

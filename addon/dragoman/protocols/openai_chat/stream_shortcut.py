@@ -15,13 +15,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
-
 from dragoman.ir.events import BlockKind
 from dragoman.ir.events import TextDelta
 from dragoman.ir.events import ThinkingDelta
 from dragoman.ir.events import ToolArgsDelta
-from dragoman.protocols._checks import COMPACT_AT
+from dragoman.protocols._checks import add_token
 from dragoman.protocols._shape import learn as cut
 from dragoman.protocols.base import Literal
 from dragoman.sse.events import SSEEvent
@@ -37,7 +35,6 @@ _THINKING = BlockKind.THINKING
 #: the ``learnt`` kind ``feed`` passes for a call's arguments delta
 ARGS = BlockKind.TOOL_CALL
 _KEYS = {_TEXT: b'"content":', _THINKING: b'"reasoning_content":', ARGS: b'"arguments":'}
-_loads = orjson.loads
 
 
 def shortcut(dec: ChatStreamDecoder, raw: bytes, literal: Literal) -> bytes | None:
@@ -64,10 +61,7 @@ def shortcut(dec: ChatStreamDecoder, raw: bytes, literal: Literal) -> bytes | No
                 dec._calls = [(s, sl) for s, sl in dec._calls if sl is not slot]
                 dec._held.add(slot)
                 return None
-            frags = slot.args  # what ``_tool_delta`` does with the fragment
-            frags.append(tok[1:-1].decode() if 92 not in tok else _loads(tok))
-            if len(frags) >= COMPACT_AT:
-                frags[:] = ["".join(frags)]
+            add_token(slot.args, tok)  # what ``_tool_delta`` does with the fragment
             return out
     if raw[-2:] == b"\n\n":  # a whole frame (not the start of one split across reads): learn again
         dec._missed = True

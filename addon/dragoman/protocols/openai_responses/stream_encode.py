@@ -19,6 +19,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from enum import Enum
+from functools import partial
 from typing import TYPE_CHECKING
 from typing import Any
 
@@ -163,36 +164,30 @@ class ResponsesStreamEncoder(SearchItems, StreamEncoder):
             b = self._blocks.get(index)
             if b is not None and b.open:
                 if b.fast is kind and not b.held:
-                    b.chunks.append(token[1:-1].decode() if 92 not in token else _loads(token))
-                    if len(b.chunks) >= b.limit:
-                        b.compact()
-                    seq = self._seq
-                    self._seq = seq + 1
-                    return b"%b%b%b%d}\n\n" % (b.prefix, token, b.suffix, seq)
+                    return self._written(b, token)
                 if b.held and b.kind in _HELD.get(kind, ()):
                     b.keep(token[1:-1].decode() if 92 not in token else _loads(token))
                     return b""
         return None
 
     def writer(self, kind: type[StreamEvent], index: int) -> Callable[[bytes], bytes] | None:
-        # ``literal`` of an open item's delta on the wire, its checks done once: the snapshot keeps the text,
-        # the sequence number counts on
+        # ``literal`` of an open item's delta on the wire, its checks done once
         if self.phase is _STREAMING:
             b = self._blocks.get(index)
             if b is not None and b.open and b.fast is kind and not b.held:
-                prefix, suffix = b.prefix, b.suffix
-
-                def write(token: bytes) -> bytes:
-                    chunks = b.chunks
-                    chunks.append(token[1:-1].decode() if 92 not in token else _loads(token))
-                    if len(chunks) >= b.limit:
-                        b.compact()
-                    seq = self._seq
-                    self._seq = seq + 1
-                    return b"%b%b%b%d}\n\n" % (prefix, token, suffix, seq)
-
-                return write
+                return partial(self._written, b)
         return None
+
+    def _written(self, b: OutItem, token: bytes) -> bytes:
+        """An open item's delta from its JSON string token: the snapshot keeps its str, the sequence number
+        counts on."""
+        chunks = b.chunks
+        chunks.append(token[1:-1].decode() if 92 not in token else _loads(token))
+        if len(chunks) >= b.limit:
+            b.compact()
+        seq = self._seq
+        self._seq = seq + 1
+        return b"%b%b%b%d}\n\n" % (b.prefix, token, b.suffix, seq)
 
     def _encode(self, ev: StreamEvent) -> bytes:
         if type(ev) is MessageStart:
