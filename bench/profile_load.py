@@ -46,12 +46,11 @@ PARTS = [
         "Translate addon (request/response hooks, stream callable)",
         (
             "mitm/translate_addon",
-            "mitm/inbound",
+            "mitm/answer/",
             "mitm/outbound",
             "mitm/relay/headers",
             "mitm/usage",
             "mitm/flowstate",
-            "mitm/faults",
             "mitm/keymask",
             "mitm/hosts",
             "mitm/route_state",

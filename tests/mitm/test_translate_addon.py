@@ -14,8 +14,8 @@ from mitmproxy.test import taddons
 from mitmproxy.test import tflow
 
 from dragoman import demo as fu
+from dragoman.mitm.answer.callables import stream_callable
 from dragoman.mitm.flowstate import METADATA_KEY
-from dragoman.mitm.inbound import stream_callable
 from dragoman.mitm.translate_addon import join_endpoint
 from dragoman.mitm.translate_addon import parse_upstream
 from dragoman.mitm.translate_addon import resolve_api_key

@@ -276,27 +276,12 @@ SHORTCUT_PAIRS = {
 }
 
 
-def test_the_repeat_pairs_are_the_shortcut_pairs():
-    assert REPEAT_PAIRS == SHORTCUT_PAIRS
-
-
 def test_only_pairs_that_both_have_it_take_it():
     for client in CLIENTS:
         for upstream in CLIENTS:
             if client is not upstream:
                 tr, _ = _translator(client, upstream, True)
                 assert (tr._short is not None) == ((client, upstream) in SHORTCUT_PAIRS), (client, upstream)
-
-
-#: pairs whose decoder names what it does per delta (``StreamDecoder.repeat``) and whose encoder writes it from
-#: pieces (Anthropic, Chat) or a writer (Responses, Gemini): the translator repeats them without asking either
-#: side's checks again (``StreamTranslator._repeat``); a Gemini upstream has no shortcut
-REPEAT_PAIRS = {
-    (client, upstream)
-    for client in CLIENTS
-    for upstream in (Protocol.OPENAI_CHAT, Protocol.ANTHROPIC_MESSAGES, Protocol.OPENAI_RESPONSES)
-    if client is not upstream
-}
 
 
 @pytest.mark.parametrize(
@@ -306,13 +291,15 @@ REPEAT_PAIRS = {
         (Protocol.OPENAI_CHAT, "openrouter-reasoning", 85),
         (Protocol.OPENAI_CHAT, "plain-text-usage", 285),
         (Protocol.ANTHROPIC_MESSAGES, "thinking-signature", 100),
+        (Protocol.GEMINI, "google-reasoning-gemini3", 0),
     ],
 )
 @pytest.mark.parametrize("client", CLIENTS, ids=lambda p: p.value)
 def test_the_repeat_runs_where_both_sides_allow_it_and_only_there(client, upstream, name, least):
     """Real text and thinking deltas: after the shortcut took the same one twice, the same delta again is
     written as its token between the client's pieces, or by the client encoder's writer (no decoder, no
-    ``literal``), the same bytes; a pair outside ``REPEAT_PAIRS`` never repeats."""
+    ``literal``), the same bytes. Every pair with a shortcut repeats (each decoder names what it does per
+    delta, each encoder writes it); a Gemini upstream, which has no shortcut, never does."""
     if client is upstream:
         return
     s = next(x for x in samples(upstream.value, stream=True) if name in x.name)
@@ -320,13 +307,13 @@ def test_the_repeat_runs_where_both_sides_allow_it_and_only_there(client, upstre
     got = run_stream(on, frames(s.body))
     off, _ = _translator(client, upstream, False)
     assert got == run_stream(off, frames(s.body))
-    if (client, upstream) in REPEAT_PAIRS:
+    if (client, upstream) in SHORTCUT_PAIRS:
         assert on.repeated >= least, on.repeated
     else:
-        assert on.repeated == 0
+        assert upstream is Protocol.GEMINI and on.repeated == 0
 
 
-@pytest.mark.parametrize("client", sorted({c for c, _ in REPEAT_PAIRS}, key=lambda p: p.value), ids=lambda p: p.value)
+@pytest.mark.parametrize("client", CLIENTS, ids=lambda p: p.value)
 def test_anything_between_repeated_deltas_ends_the_repeat(client):
     """A keepalive (Chat) or a ping (Anthropic) inside a run of repeated deltas, a broken delta after it
     (Chat): each other frame goes the usual way (which may change what the repeat assumed), the repeat

@@ -45,7 +45,7 @@ class FlowState:
     sent: int = 0
     #: the stream callable was called at least once with data
     started: bool = False
-    #: the ``dragoman.mitm.faults.IdleWatchdog`` of a streamed flow (cancelled in ``response``/``error``)
+    #: the ``dragoman.mitm.answer.faults.IdleWatchdog`` of a streamed flow (cancelled in ``response``/``error``)
     watchdog: Any = None
     #: the route that matched (its ``match`` pattern) and the upstream that answered (routes file only)
     route: str = ""

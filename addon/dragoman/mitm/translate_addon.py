@@ -27,12 +27,13 @@ from dragoman.errors import TranslationError
 from dragoman.ir.common import ErrorInfo
 from dragoman.ir.common import ErrorKind
 from dragoman.logsafe import logsafe
-from dragoman.mitm import faults
 from dragoman.mitm import hosts
-from dragoman.mitm import inbound
 from dragoman.mitm import keymask
 from dragoman.mitm import outbound
-from dragoman.mitm.faults import IdleWatchdog
+from dragoman.mitm.answer import callables
+from dragoman.mitm.answer import faults
+from dragoman.mitm.answer import inbound
+from dragoman.mitm.answer.faults import IdleWatchdog
 from dragoman.mitm.flowstate import METADATA_KEY
 from dragoman.mitm.flowstate import TARGET_OVERRIDE_KEY
 from dragoman.mitm.flowstate import FlowState
@@ -297,7 +298,7 @@ class Translate(TranslateConfig):
             return
         if self.idle_timeout > 0 and state.relay_token is None:  # the relay watches relayed flows itself
             state.watchdog = IdleWatchdog(flow, self.idle_timeout).start()
-        resp.stream = inbound.stream_callable(flow.id, state, self.keys)
+        resp.stream = callables.stream_callable(flow.id, state, self.keys)
 
     def response(self, flow: http.HTTPFlow) -> None:
         self.scrubber.sent(flow)
@@ -389,7 +390,7 @@ class Translate(TranslateConfig):
             state.watchdog.cancel()
         if state.relay_token is not None:
             self.relay.forget(state.relay_token)
-        detach_stream(flow, inbound.STREAM_CODES)  # the stream is over: its state goes now, not with the flow
+        detach_stream(flow, callables.STREAM_CODES)  # the stream is over: its state goes now, not with the flow
         logger.debug("flow %s: state released, %d flows in flight", flow.id, len(self.flows))
         return state
 

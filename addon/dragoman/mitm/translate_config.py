@@ -16,9 +16,9 @@ from mitmproxy import flowfilter
 from mitmproxy.utils import human
 
 from dragoman.ledger import LedgerError
-from dragoman.mitm import inbound
 from dragoman.mitm import options
 from dragoman.mitm import view
+from dragoman.mitm.answer import inbound
 from dragoman.mitm.flowstate import FlowStates
 from dragoman.mitm.guards.limits import BodyGate
 from dragoman.mitm.guards.limits import parse_size

@@ -1,4 +1,4 @@
-"""A stream's response headers (``dragoman.mitm.inbound.stream_headers``, ``Translate.responseheaders``): the
+"""A stream's response headers (``dragoman.mitm.answer.inbound.stream_headers``, ``Translate.responseheaders``): the
 headers the addon sets (request id, route, lossy count) and a stream's framing are set in one pass, with the
 headers the two separate edits gave, in the same order (issue 31: before a stream's first byte)."""
 
@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 from mitmproxy import http
 
-from dragoman.mitm import inbound
+from dragoman.mitm.answer import inbound
 from dragoman.mitm.relay import headers as hdr
 
-from .test_translate_addon import make_flow
-from .test_translate_addon import sse_response
+from ..test_translate_addon import make_flow
+from ..test_translate_addon import sse_response
 
 UPSTREAM = [
     (b"Date", b"Sat, 28 Nov 2026 01:00:00 GMT"),

@@ -1,4 +1,4 @@
-"""The stream callable (``dragoman.mitm.inbound.stream_callable``): which one a flow gets, and that the plain
+"""The stream callable (``dragoman.mitm.answer.callables.stream_callable``): which one a flow gets, and that the plain
 one (a translated stream with nothing beside the translator) gives the client the same bytes as the general
 one for every split of the upstream's bytes, keys masked, the idle watchdog's clock kept."""
 
@@ -9,13 +9,13 @@ import json
 import pytest
 
 from conftest import chunkings
-from dragoman.mitm import inbound as sc
-from dragoman.mitm.faults import IdleWatchdog
+from dragoman.mitm.answer import callables as sc
+from dragoman.mitm.answer.faults import IdleWatchdog
 from dragoman.mitm.keymask import MASK
 from dragoman.mitm.keymask import KeyMask
 
-from .test_translate_addon import feed_all
-from .test_translate_addon import start_stream
+from ..test_translate_addon import feed_all
+from ..test_translate_addon import start_stream
 
 KEY = "sk-configured-SECRET-0123456789"
 

@@ -13,7 +13,8 @@ from mitmproxy import flow
 from mitmproxy import http
 
 from dragoman import demo as fu
-from dragoman.mitm import inbound
+from dragoman.mitm.answer import callables
+from dragoman.mitm.answer import inbound
 from dragoman.mitm.flowstate import METADATA_KEY
 from dragoman.translate.stream import StreamTranslator
 from validators import anthropic as va
@@ -211,14 +212,20 @@ def test_a_gemini_array_stream_of_ours_is_linted(tctx, addon, monkeypatch):
     assert json.loads(out)[-1]["error"]["message"].startswith("Dragoman lint")
 
 
-def test_log_checks_what_it_gathered_when_the_stream_is_cut_off(tctx, addon, caplog):
-    caplog.set_level(logging.WARNING)
+def _log_stream(tctx, addon) -> http.HTTPFlow:
+    """A streamed Anthropic -> Chat flow with ``dragoman_lint=log``, past its response headers."""
     tctx.configure(addon, dragoman_target="openai-chat", dragoman_upstream=UPSTREAM, dragoman_lint="log")
     f = make_flow("anthropic", stream=True)
     addon.request(f)
     f.response = http.Response.make(200, b"", {"content-type": "text/event-stream"})
     f.response.raw_content = None
     addon.responseheaders(f)
+    return f
+
+
+def test_log_checks_what_it_gathered_when_the_stream_is_cut_off(tctx, addon, caplog):
+    caplog.set_level(logging.WARNING)
+    f = _log_stream(tctx, addon)
     for ev in [EVENTS[0], b'data: {"choices": "no"}\n\n']:
         f.response.stream(ev)
     assert not [r for r in caplog.records if "lint:" in r.getMessage()]  # gathered, not checked yet
@@ -231,14 +238,9 @@ def test_log_checks_what_it_gathered_when_the_stream_is_cut_off(tctx, addon, cap
 def test_log_reports_mid_stream_once_a_batch_is_gathered(tctx, addon, caplog, monkeypatch):
     # the plain stream callable gathers both sides itself and checks them every ``LINT_BATCH`` bytes: a broken
     # upstream event is reported while the stream still runs, once, and the flow's later batches stay quiet
-    monkeypatch.setattr(inbound, "LINT_BATCH", 300)
+    monkeypatch.setattr(callables, "LINT_BATCH", 300)
     caplog.set_level(logging.WARNING)
-    tctx.configure(addon, dragoman_target="openai-chat", dragoman_upstream=UPSTREAM, dragoman_lint="log")
-    f = make_flow("anthropic", stream=True)
-    addon.request(f)
-    f.response = http.Response.make(200, b"", {"content-type": "text/event-stream"})
-    f.response.raw_content = None
-    addon.responseheaders(f)
+    f = _log_stream(tctx, addon)
 
     def reports() -> list[str]:
         return [r.getMessage() for r in caplog.records if "lint:" in r.getMessage()]

@@ -173,7 +173,7 @@ class IdleWatchdog:
 
 def final_error_frame(flow: http.HTTPFlow, state: FlowState, message: str, timed_out: bool, idle_timeout: int) -> bool:
     """The upstream died (or was closed for idling) mid-stream: finish the client's body with one error
-    event in its protocol where mitmproxy lets us (plain-HTTP/1.1 clients, see ``dragoman.mitm.faults``)."""
+    event in its protocol where mitmproxy lets us (plain-HTTP/1.1 clients, see ``dragoman.mitm.answer.faults``)."""
     if timed_out:
         info = ErrorInfo(
             kind=ErrorKind.TIMEOUT,
@@ -204,7 +204,7 @@ def final_error_frame(flow: http.HTTPFlow, state: FlowState, message: str, timed
 def error_answer(flow: http.HTTPFlow, state: FlowState, message: str) -> bool:
     """The upstream failed before any answer reached the client (refused, reset, dropped mid-body of a
     whole answer) on the direct path: answer a 502 with a JSON error in the client's protocol where mitmproxy
-    lets us (a plain-HTTP/1.1 client, see ``dragoman.mitm.faults``), instead of mitmproxy's HTML page."""
+    lets us (a plain-HTTP/1.1 client, see ``dragoman.mitm.answer.faults``), instead of mitmproxy's HTML page."""
     info = ErrorInfo(kind=ErrorKind.API_ERROR, message=f"upstream connection failed: {message}", status=502)
     try:
         body = error_body(info, state.plan.client)
